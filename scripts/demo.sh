@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The main job, from a fresh Debian machine: installs missing packages, builds
+# Blink and shows what it sees and decides on this machine.
+#
+# Usage: scripts/demo.sh [--help]
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+case "${1:-}" in
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+
+blink_setup_and_build
+bin=$blink_build_dir/src/tools
+
+echo
+echo "== This build"
+"$bin/blink-info"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian machine: installs missing packages,
+# configures, builds and runs ctest. Exits non-zero on any failure.
+#
+# Usage: scripts/test.sh [-L LABEL] [-R REGEX] [--help]
+#   -L LABEL   only tests with this label: unit, mpi, e2e or lint
+#   -R REGEX   only tests whose name matches
+# Environment: BLINK_BUILD_DIR (default build/), BLINK_BUILD_JOBS (default nproc),
+#              BLINK_SANITIZE=address|undefined|thread (a separate build-<sanitizer>/ tree).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+ctest_args=()
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -L|-R) [ "$#" -ge 2 ] || { echo "test.sh: $1 needs a value" >&2; exit 2; }
+           ctest_args+=("$1" "$2"); shift 2 ;;
+    *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+extra=()
+if [ -n "${BLINK_SANITIZE:-}" ]; then
+  blink_build_dir=${BLINK_BUILD_DIR:-$blink_root/build-$BLINK_SANITIZE}
+  extra=(-DBLINK_SANITIZE="$BLINK_SANITIZE")
+fi
+blink_setup_and_build "${extra[@]}"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$blink_build_dir"
+ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${ctest_args[@]}"

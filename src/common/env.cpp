@@ -1,0 +1,202 @@
+#include "common/env.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+extern char** environ;
+
+namespace blink::env {
+namespace {
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+std::vector<std::string> splitChoices(std::string_view domain) {
+  std::vector<std::string> words;
+  std::string_view rest = domain;
+  while (!rest.empty()) {
+    auto bar = rest.find('|');
+    words.emplace_back(rest.substr(0, bar));
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return words;
+}
+
+bool parseLongLong(std::string_view text, long long& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && !text.empty();
+}
+
+void integerRange(const Variable& var, long long& lo, long long& hi) {
+  auto dots = var.domain.find("..");
+  if (dots == std::string_view::npos || !parseLongLong(var.domain.substr(0, dots), lo) ||
+      !parseLongLong(var.domain.substr(dots + 2), hi)) {
+    throw Error(blinkInternalError, "bad integer domain for " + std::string(var.name));
+  }
+}
+
+const Variable& lookup(std::string_view name) {
+  for (const auto& var : registry()) {
+    if (var.name == name) return var;
+  }
+  throw Error(blinkInternalError,
+              "environment variable " + std::string(name) + " is read but not registered");
+}
+
+[[noreturn]] void invalid(const Variable& var, std::string_view value, std::string_view expected) {
+  throw Error(blinkInvalidInput, std::string(var.name) + "='" + std::string(value) +
+                                     "' is invalid: expected " + std::string(expected));
+}
+
+}  // namespace
+
+const std::vector<Variable>& registry() {
+  static const std::vector<Variable> vars = {
+      {"BLINK_DEBUG", Kind::Choice, "NONE|WARN|INFO|TRACE", "WARN",
+       "Diagnostics on stderr (never stdout). WARN: problems only; INFO: also what Blink "
+       "decided and why; TRACE: also per-step detail; NONE: silent."},
+      {"BLINK_TOPO", Kind::Text, "zoo name or file", "",
+       "Use this topology instead of discovering the machine: a zoo name (`blink-topo list`), a "
+       "Blink JSON file or an NCCL topology XML file."},
+      {"BLINK_TOPO_GPUS", Kind::IntList, "comma-separated GPU indices", "",
+       "Restrict the topology to these GPUs (an allocation view, e.g. `0,1,2,4`)."},
+      {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
+       "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
+       "emulate several nodes on one machine."},
+  };
+  return vars;
+}
+
+std::optional<std::string> get(std::string_view name) {
+  const Variable& var = lookup(name);
+  const char* raw = std::getenv(std::string(var.name).c_str());
+  if (raw == nullptr || *raw == '\0') return std::nullopt;
+  return std::string(raw);
+}
+
+void validate(const Variable& var, std::string_view value) {
+  switch (var.kind) {
+    case Kind::Choice: {
+      auto words = splitChoices(var.domain);
+      if (std::find(words.begin(), words.end(), upper(value)) == words.end()) {
+        invalid(var, value, "one of " + std::string(var.domain));
+      }
+      break;
+    }
+    case Kind::Integer: {
+      long long lo = 0, hi = 0, v = 0;
+      integerRange(var, lo, hi);
+      if (!parseLongLong(value, v) || v < lo || v > hi) {
+        invalid(var, value, "an integer in " + std::string(var.domain));
+      }
+      break;
+    }
+    case Kind::IntList:
+      (void)parseIntList(value, var.name);
+      break;
+    case Kind::Text:
+      break;
+  }
+}
+
+long long getInt(std::string_view name) {
+  const Variable& var = lookup(name);
+  auto value = get(name);
+  std::string text = value ? *value : std::string(var.default_value);
+  validate(var, text);
+  long long v = 0;
+  parseLongLong(text, v);
+  return v;
+}
+
+std::vector<int> getIntList(std::string_view name) {
+  const Variable& var = lookup(name);
+  auto value = get(name);
+  if (!value) return {};
+  return parseIntList(*value, var.name);
+}
+
+std::string getChoice(std::string_view name) {
+  const Variable& var = lookup(name);
+  auto value = get(name);
+  std::string text = value ? *value : std::string(var.default_value);
+  validate(var, text);
+  return upper(text);
+}
+
+void validateAll() {
+  std::set<std::string_view> known;
+  for (const auto& var : registry()) {
+    known.insert(var.name);
+    if (auto value = get(var.name)) validate(var, *value);
+  }
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view kv(*entry);
+    if (kv.rfind("BLINK_", 0) != 0) continue;
+    std::string_view name = kv.substr(0, kv.find('='));
+    if (!known.contains(name)) {
+      BLINK_LOG(Warn,
+                "ignoring unknown environment variable " << name << " (see the README's table)");
+    }
+  }
+}
+
+std::string markdownTable() {
+  std::ostringstream out;
+  out << "| Variable | Values | Default | Meaning |\n";
+  out << "|---|---|---|---|\n";
+  auto cell = [](std::string_view text) {
+    std::string escaped;
+    for (char c : text) {
+      if (c == '|') escaped += '\\';
+      escaped += c;
+    }
+    return escaped;
+  };
+  for (const auto& var : registry()) {
+    out << "| `" << var.name << "` | " << cell(var.domain) << " | "
+        << (var.default_value.empty() ? "unset" : "`" + std::string(var.default_value) + "`")
+        << " | " << var.description << " |\n";
+  }
+  return out.str();
+}
+
+std::vector<int> parseIntList(std::string_view text, std::string_view what) {
+  std::vector<int> values;
+  std::set<int> seen;
+  std::string_view rest = text;
+  auto fail = [&](const std::string& why) -> void {
+    throw Error(blinkInvalidInput, std::string(what) + "='" + std::string(text) + "' is invalid: " +
+                                       why + " (expected comma-separated indices such as 0,1,2,4)");
+  };
+  if (rest.empty()) fail("empty list");
+  while (true) {
+    auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    long long v = 0;
+    if (!parseLongLong(item, v) || v < 0 || v > 1'000'000) {
+      fail("'" + std::string(item) + "' is not a non-negative integer");
+    }
+    if (!seen.insert(static_cast<int>(v)).second) fail("index " + std::to_string(v) + " repeats");
+    values.push_back(static_cast<int>(v));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return values;
+}
+
+}  // namespace blink::env

@@ -1,0 +1,43 @@
+// The one exception type Blink throws internally. It carries the C API status so
+// that the boundary (src/runtime/c_api.cpp, mpi_glue) can translate without guessing.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "blink/blink.h"
+
+namespace blink {
+
+class Error : public std::runtime_error {
+ public:
+  Error(blinkResult_t status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+
+  blinkResult_t status() const noexcept { return status_; }
+
+ private:
+  blinkResult_t status_;
+};
+
+// Remembers `message` as this thread's last error and returns `status`.
+blinkResult_t setLastError(blinkResult_t status, const std::string& message);
+
+// Runs `body` and turns any exception into a status plus a last-error message.
+template <typename Body>
+blinkResult_t guardCApi(Body&& body) noexcept {
+  try {
+    body();
+    return blinkSuccess;
+  } catch (const Error& e) {
+    return setLastError(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return setLastError(blinkSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return setLastError(blinkInternalError, e.what());
+  } catch (...) {
+    return setLastError(blinkInternalError, "unknown exception");
+  }
+}
+
+}  // namespace blink

@@ -1,0 +1,85 @@
+// blink-info: what this build of Blink is and how it is configured.
+#include <cstdio>
+#include <iostream>
+
+#include "blink/blink.h"
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "tools/cli.hpp"
+#include "topology/cuda_probe.hpp"
+
+namespace {
+
+const char* kHelp = R"(Usage: blink-info [--version] [--env] [--env-markdown] [--check-env]
+
+Describes this build of Blink and its configuration.
+  (no option)     build information, the GPUs the CUDA runtime sees, and the
+                  BLINK_* variables that are set
+  --version       the one-line build string (version, git revision, components)
+  --env           every BLINK_* variable with its current value or default
+  --env-markdown  the configuration table of the README, generated from the code
+  --check-env     validate every BLINK_* variable that is set; exit 1 on a bad one
+  -h, --help      this text
+
+Exit codes: 0 success, 1 invalid configuration, 2 bad command line.
+)";
+
+void printEnv() {
+  for (const auto& var : blink::env::registry()) {
+    auto value = blink::env::get(var.name);
+    std::cout << var.name << "=" << (value ? *value : "") << (value ? "" : "  (unset")
+              << (value                       ? ""
+                  : var.default_value.empty() ? ")"
+                                              : ", default " + std::string(var.default_value) + ")")
+              << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    blink::cli::Args args("blink-info", argc, argv, {},
+                          {"--help", "--version", "--env", "--env-markdown", "--check-env"});
+    if (args.has("--help")) {
+      std::cout << kHelp;
+      return blink::cli::kOk;
+    }
+    if (!args.positional().empty()) {
+      throw blink::cli::UsageError{"unexpected argument '" + args.positional().front() + "'"};
+    }
+    if (args.has("--version")) {
+      std::cout << blinkGetBuildInfo() << "\n";
+      return blink::cli::kOk;
+    }
+    if (args.has("--env-markdown")) {
+      std::cout << blink::env::markdownTable();
+      return blink::cli::kOk;
+    }
+    if (args.has("--check-env")) {
+      blink::env::validateAll();
+      std::cout << "all BLINK_* variables are valid\n";
+      return blink::cli::kOk;
+    }
+    if (args.has("--env")) {
+      printEnv();
+      return blink::cli::kOk;
+    }
+    std::cout << blinkGetBuildInfo() << "\n";
+    auto cuda = blink::topo::probeCuda();
+    std::cout << "CUDA devices: " << cuda.devices.size();
+    if (cuda.devices.empty()) std::cout << " (" << cuda.why_none << ")";
+    std::cout << "\n";
+    for (const auto& dev : cuda.devices) {
+      std::cout << "  GPU " << dev.ordinal << ": " << dev.name << " at " << dev.pci_bus_id << "\n";
+    }
+    printEnv();
+    return blink::cli::kOk;
+  } catch (const blink::cli::UsageError& e) {
+    std::cerr << "blink-info: " << e.message << " (see --help)\n";
+    return blink::cli::kUsage;
+  } catch (const blink::Error& e) {
+    std::cerr << "blink-info: " << e.what() << "\n";
+    return blink::cli::kFailure;
+  }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Every tool answers --help with exit 0, a bad option with exit 2 and a message
+# on stderr naming the tool, and --version where it has one.
+# Usage: tools_cli.sh TOOLS_DIR
+set -uo pipefail
+dir=$1
+fail() { echo "FAIL: $*"; exit 1; }
+for tool in "$dir"/blink-*; do
+  name=$(basename "$tool")
+  "$tool" --help >/tmp/tools_cli.$$ 2>&1 || fail "$name --help exited $?"
+  grep -q "^Usage: $name" /tmp/tools_cli.$$ || fail "$name --help prints no usage line"
+  "$tool" --no-such-option >/dev/null 2>/tmp/tools_cli.$$
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "$name --no-such-option exited $rc, expected 2"
+  grep -q "^$name: " /tmp/tools_cli.$$ || fail "$name's usage error does not name the tool"
+done
+rm -f /tmp/tools_cli.$$
+
+info="$dir/blink-info"
+"$info" --version | grep -q '^Blink [0-9]*\.[0-9]*\.[0-9]* (git ' || fail "blink-info --version"
+BLINK_DEBUG=LOUD "$info" --check-env >/dev/null 2>&1
+[ $? -eq 1 ] || fail "blink-info --check-env accepted BLINK_DEBUG=LOUD"
+BLINK_DEBUG=info "$info" --check-env >/dev/null || fail "blink-info --check-env rejected BLINK_DEBUG=info"
+echo "tools_cli: OK"
