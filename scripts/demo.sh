@@ -17,3 +17,11 @@ bin=$blink_build_dir/src/tools
 echo
 echo "== This build"
 "$bin/blink-info"
+
+echo
+echo "== The machine Blink sees here"
+"$bin/blink-topo" show
+
+echo
+echo "== A fragmented DGX-1V allocation (GPUs 0,1,2,4), from the built-in zoo"
+"$bin/blink-topo" show --topo dgx1-v100 --gpus 0,1,2,4

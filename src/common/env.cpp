@@ -72,6 +72,9 @@ const std::vector<Variable>& registry() {
        "Blink JSON file or an NCCL topology XML file."},
       {"BLINK_TOPO_GPUS", Kind::IntList, "comma-separated GPU indices", "",
        "Restrict the topology to these GPUs (an allocation view, e.g. `0,1,2,4`)."},
+      {"BLINK_LINK_GBPS", Kind::Text, "NAME=GBPS,...", "",
+       "Override the bandwidth per lane and direction of link generations, e.g. "
+       "`nvlink2=22.5,pcie3x16=12` (names: `blink-topo links`)."},
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
        "emulate several nodes on one machine."},

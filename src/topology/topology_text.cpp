@@ -1,0 +1,96 @@
+#include "topology/topology_text.hpp"
+
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+namespace blink::topo {
+namespace {
+
+std::string plural(std::size_t n, const std::string& what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+
+std::string gbps(double value) {
+  std::ostringstream out;
+  out << std::setprecision(4) << value;
+  return out.str();
+}
+
+}  // namespace
+
+std::string describeTopology(const Topology& t) {
+  std::ostringstream out;
+  std::map<DeviceKind, std::size_t> devices;
+  for (Vertex v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+    devices[t.device(v).kind]++;
+  }
+  out << "Topology " << t.name() << ": " << plural(static_cast<std::size_t>(t.numNodes()), "node");
+  for (const auto& [kind, count] : devices) {
+    out << ", " << count << " " << toString(kind);
+  }
+  out << "\n";
+
+  std::map<LinkKind, std::pair<std::size_t, int>> links;  // directed links, lanes
+  for (Edge e : t.links()) {
+    auto& entry = links[t.link(e).kind];
+    entry.first++;
+    entry.second += t.link(e).multiplicity;
+  }
+  out << "Directed links: " << t.numLinks();
+  for (const auto& [kind, entry] : links) {
+    out << ", " << toString(kind) << " " << entry.first << " (" << entry.second << " lanes)";
+  }
+  out << "\n";
+
+  auto gpus = t.gpus();
+  if (gpus.empty()) {
+    out << "CPU-only: no GPUs, so ranks on a node exchange data through shared memory.\n";
+    return out.str();
+  }
+  out << "\n  GPU  id          node  numa  NVLink out  PCIe out  peers over NVLink (lanes)\n";
+  for (Vertex g : gpus) {
+    const Device& d = t.device(g);
+    double nv = 0.0, pcie = 0.0;
+    std::string peers;
+    for (Edge e : boost::make_iterator_range(boost::out_edges(g, t.graph()))) {
+      const Link& l = t.link(e);
+      if (l.kind == LinkKind::NvLink) {
+        nv += l.capacity();
+        peers += (peers.empty() ? "" : " ") + t.device(t.target(e)).id + "(" +
+                 std::to_string(l.multiplicity) + ")";
+      } else if (l.kind == LinkKind::Pcie) {
+        pcie += l.capacity();
+      }
+    }
+    out << "  " << std::left << std::setw(5) << d.gpu_index << std::setw(12) << d.id << std::setw(6)
+        << d.node << std::setw(6) << (d.numa >= 0 ? std::to_string(d.numa) : "-") << std::setw(12)
+        << (gbps(nv) + " GB/s") << std::setw(10) << (gbps(pcie) + " GB/s") << peers << "\n";
+  }
+
+  bool any_direct = false;
+  for (Edge e : t.links()) {
+    any_direct |= t.link(e).kind == LinkKind::NvLink &&
+                  t.device(t.source(e)).kind == DeviceKind::Gpu &&
+                  t.device(t.target(e)).kind == DeviceKind::Gpu;
+  }
+  if (any_direct) {
+    out << "\n  NVLink lanes GPU -> GPU\n       ";
+    for (Vertex g : gpus) out << std::right << std::setw(4) << t.device(g).gpu_index;
+    out << "\n";
+    for (Vertex a : gpus) {
+      out << "  " << std::right << std::setw(4) << t.device(a).gpu_index << " ";
+      for (Vertex b : gpus) {
+        int lanes = 0;
+        for (Edge e : t.linksBetween(a, b)) {
+          if (t.link(e).kind == LinkKind::NvLink) lanes += t.link(e).multiplicity;
+        }
+        out << std::setw(4) << (a == b ? std::string("-") : std::to_string(lanes));
+      }
+      out << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace blink::topo
