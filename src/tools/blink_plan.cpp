@@ -1,0 +1,187 @@
+// blink-plan: the trees Blink packs for a collective on a topology.
+#include <fstream>
+#include <iostream>
+
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "tools/cli.hpp"
+#include "topology/link_table.hpp"
+#include "topology/load.hpp"
+#include "treegen/tree_set_io.hpp"
+#include "treegen/treegen.hpp"
+
+namespace {
+
+namespace topo = blink::topo;
+namespace treegen = blink::treegen;
+using blink::cli::UsageError;
+
+const char* kHelp = R"(Usage: blink-plan [options]
+
+Packs spanning trees for a collective and prints each tree (edges and weight), the
+rate reached, the optimal bound, rate/bound, the tree count and the time taken.
+
+Options:
+  --topo NAME|FILE     zoo machine, Blink JSON or NCCL XML (default $BLINK_TOPO,
+                       else this machine)
+  --gpus LIST          allocation view, e.g. 0,1,2,4 (default $BLINK_TOPO_GPUS)
+  --collective C       broadcast (default), reduce, allgather, reducescatter, allreduce
+  --root GPU           root of broadcast/reduce (default: the lowest GPU)
+  --method M           exact (default): Lovász's construction, reaches the bound;
+                       mwu: the Blink paper's multiplicative-weight packing
+  --epsilon E          accuracy of mwu, 0 < E < 1 (default 0.1)
+  --links KINDS        link kinds the trees may use: nvlink, pcie, all (default all),
+                       or a comma list of nvlink,pcie,smp,network,shm
+  --format F           text (default), json (a stable interface), dot
+  --output FILE        write to FILE instead of standard output
+  --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
+  -h, --help           this text
+
+Reduce uses the broadcast trees reversed, ReduceScatter the AllGather trees
+reversed. AllReduce is planned as ReduceScatter + AllGather; both shapes' bounds
+are reported.
+
+Examples:
+  blink-plan --topo dgx1-v100 --gpus 0,1,2,4 --root 0 --method exact
+  blink-plan --topo dgx1-v100 --collective allgather --links nvlink --format json
+
+Exit codes: 0 success, 1 the topology could not be loaded, 2 bad command line.
+)";
+
+std::set<topo::LinkKind> parseLinks(const std::string& text) {
+  if (text == "all") return {};
+  std::set<topo::LinkKind> kinds;
+  std::string_view rest = text;
+  while (true) {
+    auto comma = rest.find(',');
+    std::string word(rest.substr(0, comma));
+    auto kind = topo::parseLinkKind(word);
+    if (!kind) {
+      throw UsageError{"--links: unknown link kind '" + word + "' (expected all or " +
+                       topo::allLinkKindNames() + ")"};
+    }
+    kinds.insert(*kind);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return kinds;
+}
+
+int run(const blink::cli::Args& args) {
+  if (args.has("--help")) {
+    std::cout << kHelp;
+    return blink::cli::kOk;
+  }
+  if (!args.positional().empty()) {
+    throw UsageError{"unexpected argument '" + args.positional().front() + "'"};
+  }
+  const std::string collective = args.valueOr("--collective", "broadcast");
+  static const std::set<std::string> kCollectives = {"broadcast", "reduce", "allgather",
+                                                     "reducescatter", "allreduce"};
+  if (!kCollectives.contains(collective)) {
+    throw UsageError{
+        "--collective must be broadcast, reduce, allgather, reducescatter or "
+        "allreduce, not '" +
+        collective + "'"};
+  }
+  const std::string format = args.valueOr("--format", "text");
+  if (format != "text" && format != "json" && format != "dot") {
+    throw UsageError{"--format must be text, json or dot, not '" + format + "'"};
+  }
+  treegen::PackOptions options;
+  const std::string method = args.valueOr("--method", "exact");
+  auto parsed = treegen::parseMethod(method);
+  if (!parsed) throw UsageError{"--method must be exact or mwu, not '" + method + "'"};
+  options.method = *parsed;
+  if (auto eps = args.value("--epsilon")) {
+    char* end = nullptr;
+    options.epsilon = std::strtod(eps->c_str(), &end);
+    if (end == eps->c_str() || *end != '\0' || !(options.epsilon > 0 && options.epsilon < 1)) {
+      throw UsageError{"--epsilon must be a number in (0, 1), not '" + *eps + "'"};
+    }
+  }
+  options.links = parseLinks(args.valueOr("--links", "all"));
+
+  topo::LinkTable table = topo::LinkTable::fromEnvironment();
+  if (auto spec = args.value("--link-gbps")) table.applyOverrides(*spec);
+  topo::Topology t = [&] {
+    if (auto spec = args.value("--topo")) return topo::loadTopology(*spec, table);
+    if (auto spec = blink::env::get("BLINK_TOPO")) return topo::loadTopology(*spec, table);
+    return topo::discoverThisMachine(table);
+  }();
+  std::vector<int> gpus = args.value("--gpus")
+                              ? blink::env::parseIntList(*args.value("--gpus"), "--gpus")
+                              : blink::env::getIntList("BLINK_TOPO_GPUS");
+  t = topo::withAllocation(std::move(t), gpus);
+  if (t.gpus().empty()) {
+    throw blink::Error(blinkInvalidInput, "topology '" + t.name() + "' has no GPUs to plan for");
+  }
+
+  treegen::TreeSet set;
+  if (collective == "broadcast" || collective == "reduce") {
+    int root = t.device(t.gpus().front()).gpu_index;
+    if (auto r = args.value("--root")) {
+      char* end = nullptr;
+      long v = std::strtol(r->c_str(), &end, 10);
+      if (end == r->c_str() || *end != '\0' || v < 0) {
+        throw UsageError{"--root must be a GPU index, not '" + *r + "'"};
+      }
+      root = static_cast<int>(v);
+      if (!t.findGpu(root)) {
+        throw blink::Error(blinkInvalidArgument, "--root " + *r + " is not a GPU of " + t.name());
+      }
+    }
+    set = treegen::packBroadcast(t, root, options);
+  } else {
+    set = treegen::packAllGather(t, options);
+  }
+  set.collective = collective;
+  if (collective == "allreduce") {
+    // ReduceScatter + AllGather: time 2 (bytes / N) / rate, i.e. an algorithm rate
+    // of N * rate / 2; compared with the reduce + broadcast shape's bound.
+    auto bounds = treegen::allReduceBounds(t, options.links);
+    const double n = static_cast<double>(bounds.gpus);
+    set.rate_gbps *= n / 2.0;
+    const double rs_ag_bound = bounds.allgather_gbps * n / 2.0;
+    set.bound_gbps = std::max(rs_ag_bound, bounds.reduce_broadcast_gbps);
+    set.notes.push_back(
+        "AllReduce as ReduceScatter + AllGather; rates are bytes / time. Bounds: "
+        "reducescatter+allgather " +
+        std::to_string(rs_ag_bound) + " GB/s, reduce+broadcast " +
+        std::to_string(bounds.reduce_broadcast_gbps) + " GB/s" +
+        (bounds.reduce_broadcast_exact
+             ? ""
+             : " (the broadcast bound: trees through switches have no exact "
+               "reduce+broadcast bound)"));
+  }
+  std::string text = format == "json"  ? treegen::toJson(set, t)
+                     : format == "dot" ? treegen::toDot(set, t)
+                                       : treegen::toText(set, t);
+  if (auto path = args.value("--output")) {
+    std::ofstream out(*path, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) throw blink::Error(blinkSystemError, "cannot write " + *path);
+  } else {
+    std::cout << text;
+  }
+  return blink::cli::kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    blink::cli::Args args("blink-plan", argc, argv,
+                          {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon",
+                           "--links", "--format", "--output", "--link-gbps"},
+                          {"--help"});
+    return run(args);
+  } catch (const UsageError& e) {
+    std::cerr << "blink-plan: " << e.message << " (see --help)\n";
+    return blink::cli::kUsage;
+  } catch (const blink::Error& e) {
+    std::cerr << "blink-plan: " << e.what() << "\n";
+    return blink::cli::kFailure;
+  }
+}

@@ -1,0 +1,304 @@
+#include "treegen/treegen.hpp"
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "treegen/bounds.hpp"
+#include "treegen/exact_packer.hpp"
+#include "treegen/mwu_packer.hpp"
+#include "treegen/packing_graph.hpp"
+#include "treegen/strength.hpp"
+
+namespace blink::treegen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int packingIndexOfGpu(const topo::Topology& topology, const PackingGraph& g, int gpu_index) {
+  for (int v = 0; v < g.num_terminals; ++v) {
+    if (topology.device(g.topo_vertex[v]).gpu_index == gpu_index) return v;
+  }
+  throw Error(blinkInvalidArgument,
+              "GPU " + std::to_string(gpu_index) + " is not in topology '" + topology.name() + "'");
+}
+
+std::string gpuName(const topo::Topology& topology, topo::Vertex v) {
+  const auto& d = topology.device(v);
+  return d.kind == topo::DeviceKind::Gpu ? "GPU " + std::to_string(d.gpu_index) : d.id;
+}
+
+// The vertices a packing must span: every GPU, the root, and the switches that
+// splitting could not remove.
+std::vector<int> spanOf(const PackingGraph& g, int root) {
+  std::vector<bool> used(static_cast<std::size_t>(g.numVertices()), false);
+  for (int v = 0; v < g.num_terminals; ++v) used[v] = true;
+  used[root] = true;
+  for (const auto& a : g.arcs) used[a.from] = used[a.to] = true;
+  std::vector<int> span;
+  for (int v = 0; v < g.numVertices(); ++v) {
+    if (used[v]) span.push_back(v);
+  }
+  return span;
+}
+
+Capacity minConnectivity(const PackingGraph& g, int root, const std::vector<int>& span) {
+  FlowNetwork net = g.network();
+  Capacity best = -1;
+  for (int v : span) {
+    if (v == root) continue;
+    Capacity f = net.maxFlow(root, v);
+    best = best < 0 ? f : std::min(best, f);
+  }
+  return std::max<Capacity>(best, 0);
+}
+
+// Turns packed arc sets into Trees over topology vertices. Arcs out of a virtual
+// super-root are dropped; their heads become the roots. Identical trees merge.
+std::vector<Tree> toTrees(const topo::Topology& topology, const PackingGraph& g,
+                          const std::vector<PackedTree>& packed, int root) {
+  std::map<std::pair<int, std::vector<int>>, std::size_t> seen;
+  std::vector<Tree> trees;
+  for (const auto& p : packed) {
+    Tree tree;
+    std::vector<int> arcs;
+    for (int a : p.arcs) {
+      const PackArc& arc = g.arcs[a];
+      if (g.topo_vertex[arc.from] == kVirtualVertex) {
+        tree.root_gpu = topology.device(g.topo_vertex[arc.to]).gpu_index;
+        continue;
+      }
+      arcs.push_back(a);
+      tree.edges.push_back({arc.route.front(), arc.route.back(), arc.route});
+    }
+    if (tree.root_gpu < 0) tree.root_gpu = topology.device(g.topo_vertex[root]).gpu_index;
+    tree.weight_gbps = static_cast<double>(p.multiplicity) * g.unit_gbps;
+    auto key = std::make_pair(tree.root_gpu, arcs);
+    std::sort(key.second.begin(), key.second.end());
+    if (auto it = seen.find(key); it != seen.end()) {
+      trees[it->second].weight_gbps += tree.weight_gbps;
+    } else {
+      seen[key] = trees.size();
+      trees.push_back(std::move(tree));
+    }
+  }
+  return trees;
+}
+
+void explainShortfall(TreeSet& set, const std::vector<std::string>& unsplit) {
+  for (const auto& id : unsplit) {
+    set.notes.push_back("switch " + id + " could not be split off; trees must span it");
+  }
+}
+
+}  // namespace
+
+std::optional<Method> parseMethod(const std::string& name) {
+  if (name == "exact") return Method::Exact;
+  if (name == "mwu") return Method::Mwu;
+  return std::nullopt;
+}
+
+std::string toString(Method method) {
+  return method == Method::Exact ? "exact" : "mwu";
+}
+
+TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOptions& options) {
+  auto start = Clock::now();
+  TreeSet set;
+  set.collective = "broadcast";
+  set.method = toString(options.method);
+  set.topology = topology.name();
+  set.root_gpu = root_gpu;
+  PackingGraph g = buildPackingGraph(topology, options.links);
+  const int root = packingIndexOfGpu(topology, g, root_gpu);
+  if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
+  if (g.num_terminals < 2) {
+    set.notes.push_back("a single GPU: there is nothing to move");
+    set.millis = millisSince(start);
+    return set;
+  }
+  const Capacity bound = broadcastBound(g, root);
+  set.bound_gbps = static_cast<double>(bound) * g.unit_gbps;
+  if (bound == 0) {
+    int t = weakestTerminal(g, root);
+    set.notes.push_back(gpuName(topology, g.topo_vertex[t]) + " cannot be reached from GPU " +
+                        std::to_string(root_gpu) + " over the allowed links: rate 0");
+    set.millis = millisSince(start);
+    return set;
+  }
+  std::vector<std::string> unsplit;
+  splitOffSwitches(g, root, bound, &unsplit, topology);
+  explainShortfall(set, unsplit);
+  std::vector<int> span = spanOf(g, root);
+  const Capacity reachable = minConnectivity(g, root, span);
+  if (options.method == Method::Exact) {
+    set.trees = toTrees(topology, g, packArborescences(g, root, span, reachable), root);
+    set.rate_gbps = static_cast<double>(reachable) * g.unit_gbps;
+  } else {
+    MwuResult mwu = packMwu(g, root, span, options.epsilon);
+    set.trees = toTrees(topology, g, mwu.trees, root);
+    for (auto& t : set.trees) t.weight_gbps *= mwu.scale;
+    set.rate_gbps = 0.0;
+    for (const auto& t : set.trees) set.rate_gbps += t.weight_gbps;
+  }
+  set.millis = millisSince(start);
+  BLINK_LOG(Info, "treegen: broadcast from GPU " << root_gpu << " on " << topology.name() << ": "
+                                                 << set.trees.size() << " trees, " << set.rate_gbps
+                                                 << " of " << set.bound_gbps << " GB/s ("
+                                                 << set.method << ", " << set.millis << " ms)");
+  return set;
+}
+
+TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options) {
+  auto start = Clock::now();
+  TreeSet set;
+  set.collective = "allgather";
+  set.method = toString(options.method);
+  set.topology = topology.name();
+  PackingGraph g = buildPackingGraph(topology, options.links);
+  if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
+  if (g.num_terminals < 2) {
+    set.notes.push_back("a single GPU: there is nothing to move");
+    set.millis = millisSince(start);
+    return set;
+  }
+  std::vector<int> weakest;
+  RationalRate lambda = allGatherBound(g, &weakest);
+  set.bound_gbps = lambda.gbps(g.unit_gbps);
+  if (lambda.numerator == 0) {
+    set.notes.push_back("some GPU cannot reach the others over the allowed links: rate 0");
+    set.millis = millisSince(start);
+    return set;
+  }
+  // Every GPU roots lambda of trees: a super-root feeding lambda into each GPU turns
+  // this into one rooted packing of lambda * GPUs (Edmonds, multi-root form).
+  g.scale(lambda.denominator);
+  const int sigma = g.addVirtualVertex();
+  for (int t = 0; t < g.num_terminals; ++t) {
+    g.arcs.push_back({sigma, t, lambda.numerator, {kVirtualVertex, g.topo_vertex[t]}});
+  }
+  const Capacity required = lambda.numerator * g.num_terminals;
+  std::vector<std::string> unsplit;
+  splitOffSwitches(g, sigma, required, &unsplit, topology);
+  explainShortfall(set, unsplit);
+  std::vector<int> span = spanOf(g, sigma);
+  // Every GPU must root the same amount. When splitting lost capacity, find the
+  // largest common amount that still fits: with l fed into every GPU, packing
+  // needs connectivity l * GPUs to every spanned vertex, which only gets easier as
+  // l shrinks, so a binary search finds it.
+  auto feedAll = [&](Capacity per_gpu) {
+    for (auto& a : g.arcs) {
+      if (a.from == sigma) a.capacity = per_gpu;
+    }
+  };
+  auto fits = [&](Capacity per_gpu) {
+    feedAll(per_gpu);
+    return minConnectivity(g, sigma, span) >= per_gpu * g.num_terminals;
+  };
+  Capacity per_root = lambda.numerator;
+  if (!fits(per_root)) {
+    set.notes.push_back("the switches that could not be split off limit the rate");
+    Capacity lo = 0, hi = per_root;
+    while (hi - lo > 1) {
+      Capacity mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    per_root = lo;
+  }
+  feedAll(per_root);
+  if (options.method == Method::Exact) {
+    set.trees =
+        toTrees(topology, g, packArborescences(g, sigma, span, per_root * g.num_terminals), sigma);
+    set.rate_gbps = static_cast<double>(per_root) * g.unit_gbps;
+  } else {
+    MwuResult mwu = packMwu(g, sigma, span, options.epsilon);
+    set.trees = toTrees(topology, g, mwu.trees, sigma);
+    // MWU need not give every root the same rate: the collective runs at the slowest.
+    std::map<int, double> per_gpu;
+    for (auto& t : set.trees) {
+      t.weight_gbps *= mwu.scale;
+      per_gpu[t.root_gpu] += t.weight_gbps;
+    }
+    set.rate_gbps = per_gpu.empty() ? 0.0 : per_gpu.begin()->second;
+    for (const auto& [gpu, rate] : per_gpu) set.rate_gbps = std::min(set.rate_gbps, rate);
+    if (per_gpu.size() < static_cast<std::size_t>(g.num_terminals)) set.rate_gbps = 0.0;
+  }
+  set.millis = millisSince(start);
+  BLINK_LOG(Info, "treegen: allgather on "
+                      << topology.name() << ": " << set.trees.size() << " trees, " << set.rate_gbps
+                      << " of " << set.bound_gbps << " GB/s per GPU (" << set.method << ", "
+                      << set.millis << " ms)");
+  return set;
+}
+
+double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
+                          const std::set<topo::LinkKind>& links) {
+  PackingGraph g = buildPackingGraph(topology, links);
+  if (g.num_terminals < 2) return 0.0;
+  return static_cast<double>(broadcastBound(g, packingIndexOfGpu(topology, g, root_gpu))) *
+         g.unit_gbps;
+}
+
+double allGatherBoundGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links) {
+  PackingGraph g = buildPackingGraph(topology, links);
+  return allGatherBound(g).gbps(g.unit_gbps);
+}
+
+AllReduceBounds allReduceBounds(const topo::Topology& topology,
+                                const std::set<topo::LinkKind>& links) {
+  AllReduceBounds b;
+  PackingGraph g = buildPackingGraph(topology, links);
+  b.gpus = g.num_terminals;
+  if (g.num_terminals < 2) return b;
+  b.allgather_gbps = allGatherBound(g).gbps(g.unit_gbps);
+  const Capacity bound = broadcastBound(g, 0);
+  if (bound == 0) return b;
+  if (g.numVertices() > g.num_terminals) {
+    // Trees through switches are Steiner trees, whose undirected packing has no
+    // exact min-cut formula; a reduce+broadcast never beats a broadcast, so that
+    // bound stands in (loose, but never optimistic about the other shape).
+    b.reduce_broadcast_gbps = static_cast<double>(bound) * g.unit_gbps;
+    b.reduce_broadcast_exact = false;
+    return b;
+  }
+  // A tree edge is used both ways at once, so a GPU pair offers its weaker direction.
+  std::map<std::pair<int, int>, std::pair<Capacity, Capacity>> pairs;
+  for (const auto& a : g.arcs) {
+    auto key = std::minmax(a.from, a.to);
+    (a.from < a.to ? pairs[key].first : pairs[key].second) += a.capacity;
+  }
+  std::vector<UndirectedEdge> edges;
+  for (const auto& [key, caps] : pairs) {
+    Capacity both = std::min(caps.first, caps.second);
+    if (both > 0) {
+      edges.push_back({key.first, key.second, static_cast<double>(both) * g.unit_gbps});
+    }
+  }
+  b.reduce_broadcast_gbps = graphStrength(g.numVertices(), edges).strength;
+  b.reduce_broadcast_exact = true;
+  return b;
+}
+
+double AllReduceBounds::reduceBroadcastSeconds(double bytes) const {
+  return reduce_broadcast_gbps > 0 ? bytes / (reduce_broadcast_gbps * 1e9) : 0.0;
+}
+
+double AllReduceBounds::reduceScatterAllGatherSeconds(double bytes) const {
+  return allgather_gbps > 0 ? 2.0 * (bytes / gpus) / (allgather_gbps * 1e9) : 0.0;
+}
+
+double AllReduceBounds::bestSeconds(double bytes) const {
+  double a = reduceBroadcastSeconds(bytes), b = reduceScatterAllGatherSeconds(bytes);
+  if (a == 0.0) return b;
+  if (b == 0.0) return a;
+  return std::min(a, b);
+}
+
+}  // namespace blink::treegen
