@@ -30,6 +30,9 @@ Options:
   --method M           exact (default): Lovász's construction, reaches the bound;
                        mwu: the Blink paper's multiplicative-weight packing
   --epsilon E          accuracy of mwu, 0 < E < 1 (default 0.1)
+  --minimize           cut the tree count at no loss of rate (Caratheodory), then
+                       drop the lightest trees within --tolerance
+  --tolerance T        rate --minimize may give up, a fraction in [0, 1) (default 0)
   --links KINDS        link kinds the trees may use: nvlink, pcie, all (default all),
                        or a comma list of nvlink,pcie,smp,network,shm
   --format F           text (default), json (a stable interface), dot
@@ -101,6 +104,14 @@ int run(const blink::cli::Args& args) {
     }
   }
   options.links = parseLinks(args.valueOr("--links", "all"));
+  options.minimize = args.has("--minimize");
+  if (auto tol = args.value("--tolerance")) {
+    char* end = nullptr;
+    options.tolerance = std::strtod(tol->c_str(), &end);
+    if (end == tol->c_str() || *end != '\0' || !(options.tolerance >= 0 && options.tolerance < 1)) {
+      throw UsageError{"--tolerance must be a number in [0, 1), not '" + *tol + "'"};
+    }
+  }
 
   topo::LinkTable table = topo::LinkTable::fromEnvironment();
   if (auto spec = args.value("--link-gbps")) table.applyOverrides(*spec);
@@ -174,8 +185,8 @@ int main(int argc, char** argv) {
   try {
     blink::cli::Args args("blink-plan", argc, argv,
                           {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon",
-                           "--links", "--format", "--output", "--link-gbps"},
-                          {"--help"});
+                           "--links", "--format", "--output", "--link-gbps", "--tolerance"},
+                          {"--help", "--minimize"});
     return run(args);
   } catch (const UsageError& e) {
     std::cerr << "blink-plan: " << e.message << " (see --help)\n";

@@ -8,6 +8,7 @@
 #include "common/log.hpp"
 #include "treegen/bounds.hpp"
 #include "treegen/exact_packer.hpp"
+#include "treegen/minimize.hpp"
 #include "treegen/mwu_packer.hpp"
 #include "treegen/packing_graph.hpp"
 #include "treegen/strength.hpp"
@@ -148,6 +149,7 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
     set.rate_gbps = 0.0;
     for (const auto& t : set.trees) set.rate_gbps += t.weight_gbps;
   }
+  if (options.minimize) minimizeTrees(set, options.tolerance);
   set.millis = millisSince(start);
   BLINK_LOG(Info, "treegen: broadcast from GPU " << root_gpu << " on " << topology.name() << ": "
                                                  << set.trees.size() << " trees, " << set.rate_gbps
@@ -230,6 +232,7 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
     for (const auto& [gpu, rate] : per_gpu) set.rate_gbps = std::min(set.rate_gbps, rate);
     if (per_gpu.size() < static_cast<std::size_t>(g.num_terminals)) set.rate_gbps = 0.0;
   }
+  if (options.minimize) minimizeTrees(set, options.tolerance);
   set.millis = millisSince(start);
   BLINK_LOG(Info, "treegen: allgather on "
                       << topology.name() << ": " << set.trees.size() << " trees, " << set.rate_gbps
