@@ -25,3 +25,11 @@ echo "== The machine Blink sees here"
 echo
 echo "== A fragmented DGX-1V allocation (GPUs 0,1,2,4), from the built-in zoo"
 "$bin/blink-topo" show --topo dgx1-v100 --gpus 0,1,2,4
+
+echo
+echo "== Trees Blink packs on that fragment: broadcast from GPU 0 (NVLink and PCIe together)"
+"$bin/blink-plan" --topo dgx1-v100 --gpus 0,1,2,4 --root 0
+
+echo
+echo "== AllReduce bounds there: reduce+broadcast vs ReduceScatter+AllGather (NVLink only)"
+"$bin/blink-plan" --topo dgx1-v100 --gpus 0,1,2,4 --links nvlink --collective allreduce

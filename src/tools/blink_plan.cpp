@@ -5,6 +5,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "tools/cli.hpp"
+#include "tools/tool_io.hpp"
 #include "topology/link_table.hpp"
 #include "topology/load.hpp"
 #include "treegen/tree_set_io.hpp"
@@ -113,17 +114,7 @@ int run(const blink::cli::Args& args) {
     }
   }
 
-  topo::LinkTable table = topo::LinkTable::fromEnvironment();
-  if (auto spec = args.value("--link-gbps")) table.applyOverrides(*spec);
-  topo::Topology t = [&] {
-    if (auto spec = args.value("--topo")) return topo::loadTopology(*spec, table);
-    if (auto spec = blink::env::get("BLINK_TOPO")) return topo::loadTopology(*spec, table);
-    return topo::discoverThisMachine(table);
-  }();
-  std::vector<int> gpus = args.value("--gpus")
-                              ? blink::env::parseIntList(*args.value("--gpus"), "--gpus")
-                              : blink::env::getIntList("BLINK_TOPO_GPUS");
-  t = topo::withAllocation(std::move(t), gpus);
+  topo::Topology t = blink::cli::topologyFromArgs(args);
   if (t.gpus().empty()) {
     throw blink::Error(blinkInvalidInput, "topology '" + t.name() + "' has no GPUs to plan for");
   }
@@ -168,14 +159,7 @@ int run(const blink::cli::Args& args) {
   std::string text = format == "json"  ? treegen::toJson(set, t)
                      : format == "dot" ? treegen::toDot(set, t)
                                        : treegen::toText(set, t);
-  if (auto path = args.value("--output")) {
-    std::ofstream out(*path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) throw blink::Error(blinkSystemError, "cannot write " + *path);
-  } else {
-    std::cout << text;
-  }
+  blink::cli::emitOutput(args, text);
   return blink::cli::kOk;
 }
 

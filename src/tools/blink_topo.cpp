@@ -5,6 +5,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "tools/cli.hpp"
+#include "tools/tool_io.hpp"
 #include "topology/discover.hpp"
 #include "topology/link_table.hpp"
 #include "topology/load.hpp"
@@ -50,42 +51,6 @@ Examples:
 Exit codes: 0 success, 1 the topology could not be loaded or written, 2 bad command line.
 )";
 
-topo::LinkTable linkTable(const blink::cli::Args& args) {
-  topo::LinkTable table = topo::LinkTable::fromEnvironment();
-  if (auto spec = args.value("--link-gbps")) table.applyOverrides(*spec);
-  return table;
-}
-
-topo::Topology selectTopology(const blink::cli::Args& args) {
-  topo::LinkTable table = linkTable(args);
-  topo::Topology t = [&] {
-    if (auto spec = args.value("--topo")) return topo::loadTopology(*spec, table);
-    if (auto xml = args.value("--hwloc-xml")) {
-      topo::DiscoverOptions options;
-      options.table = table;
-      options.hwloc_xml_path = *xml;
-      return topo::discoverLocalTopology(options);
-    }
-    if (auto spec = blink::env::get("BLINK_TOPO")) return topo::loadTopology(*spec, table);
-    return topo::discoverThisMachine(table);
-  }();
-  std::vector<int> gpus = args.value("--gpus")
-                              ? blink::env::parseIntList(*args.value("--gpus"), "--gpus")
-                              : blink::env::getIntList("BLINK_TOPO_GPUS");
-  return topo::withAllocation(std::move(t), gpus);
-}
-
-void emit(const blink::cli::Args& args, const std::string& text) {
-  if (auto path = args.value("--output")) {
-    std::ofstream out(*path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) throw blink::Error(blinkSystemError, "cannot write " + *path);
-  } else {
-    std::cout << text;
-  }
-}
-
 int run(const blink::cli::Args& args) {
   if (args.has("--help")) {
     std::cout << kHelp;
@@ -102,22 +67,22 @@ int run(const blink::cli::Args& args) {
   };
   if (command == "show") {
     expectArgs(0);
-    emit(args, topo::describeTopology(selectTopology(args)));
+    blink::cli::emitOutput(args, topo::describeTopology(blink::cli::topologyFromArgs(args)));
   } else if (command == "export") {
     expectArgs(0);
     std::string format = args.valueOr("--format", "json");
     if (format != "json" && format != "dot") {
       throw UsageError{"--format must be json or dot, not '" + format + "'"};
     }
-    topo::Topology t = selectTopology(args);
-    emit(args, format == "json" ? topo::toJson(t) : topo::toDot(t));
+    topo::Topology t = blink::cli::topologyFromArgs(args);
+    blink::cli::emitOutput(args, format == "json" ? topo::toJson(t) : topo::toDot(t));
   } else if (command == "import-nccl") {
     expectArgs(1);
-    topo::Topology t = topo::importNcclXml(pos[1], linkTable(args));
+    topo::Topology t = topo::importNcclXml(pos[1], blink::cli::linkTableFromArgs(args));
     if (auto gpus = args.value("--gpus")) {
       t = t.restrictToGpus(blink::env::parseIntList(*gpus, "--gpus"));
     }
-    emit(args, topo::toJson(t));
+    blink::cli::emitOutput(args, topo::toJson(t));
   } else if (command == "list") {
     expectArgs(0);
     std::string text;
@@ -128,11 +93,11 @@ int run(const blink::cli::Args& args) {
     text +=
         "\nNAME:N builds a cluster of N such nodes joined through their NICs and one "
         "network switch.\n";
-    emit(args, text);
+    blink::cli::emitOutput(args, text);
   } else if (command == "links") {
     expectArgs(0);
     std::string text = "generation  kind     GB/s per lane and direction  latency_us  what\n";
-    const topo::LinkTable table = linkTable(args);
+    const topo::LinkTable table = blink::cli::linkTableFromArgs(args);
     for (const auto& g : table.all()) {
       char line[256];
       std::snprintf(line, sizeof line, "%-11s %-8s %-28.4g %-11.3g %s\n", g.name.c_str(),
@@ -140,7 +105,7 @@ int run(const blink::cli::Args& args) {
                     g.what.c_str());
       text += line;
     }
-    emit(args, text);
+    blink::cli::emitOutput(args, text);
   } else {
     throw UsageError{"unknown command '" + command + "'"};
   }
