@@ -28,5 +28,13 @@ fi
 blink_setup_and_build "${extra[@]}"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [ "${BLINK_SANITIZE:-}" = "address" ]; then
+  # Full stacks so that suppressions (third-party libraries only) can match.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-fast_unwind_on_malloc=0:detect_leaks=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$blink_root/tests/sanitizers/lsan.supp:print_suppressions=0}
+fi
+if [ "${BLINK_SANITIZE:-}" = "undefined" ]; then
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
 cd "$blink_build_dir"
 ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${ctest_args[@]}"

@@ -17,10 +17,15 @@ launch() {
 }
 flags=("$@")
 
+# In an AddressSanitizer build the sanitizer's runtime must be loaded first.
+preload=$lib
+asan=$(ldd "$lib" | awk '/libasan/ {print $3}')
+[ -n "$asan" ] && preload="$asan:$lib"
+
 launch native
-launch preload_quiet LD_PRELOAD="$lib"
-launch preload_info LD_PRELOAD="$lib" BLINK_DEBUG=INFO
-launch preload_bad LD_PRELOAD="$lib" BLINK_DEBUG=LOUD
+launch preload_quiet LD_PRELOAD="$preload"
+launch preload_info LD_PRELOAD="$preload" BLINK_DEBUG=INFO
+launch preload_bad LD_PRELOAD="$preload" BLINK_DEBUG=LOUD
 
 fail() { echo "FAIL: $*"; for f in "$work"/*; do echo "== $f"; cat "$f"; done; exit 1; }
 
