@@ -1,0 +1,378 @@
+#include "plan/baselines.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+
+#include "common/error.hpp"
+
+namespace blink::plan {
+namespace {
+
+// The widest path (largest bottleneck capacity, then fewest hops) between two
+// devices over any links: where NCCL would send when there is no direct link.
+std::vector<topo::Vertex> fastestRoute(const topo::Topology& t, topo::Vertex from,
+                                       topo::Vertex to) {
+  const std::size_t n = t.numDevices();
+  std::vector<double> width(n, -1.0);
+  std::vector<int> hops(n, 0);
+  std::vector<topo::Vertex> parent(n, from);
+  using Item = std::tuple<double, int, topo::Vertex>;  // width, -hops, vertex
+  std::priority_queue<Item> queue;
+  width[from] = 1e300;
+  queue.emplace(width[from], 0, from);
+  while (!queue.empty()) {
+    auto [w, neg_hops, v] = queue.top();
+    queue.pop();
+    if (w < width[v] || (w == width[v] && -neg_hops > hops[v])) continue;
+    for (topo::Edge e : boost::make_iterator_range(boost::out_edges(v, t.graph()))) {
+      topo::Vertex u = t.target(e);
+      // Only GPUs at the ends: a route never relays through another GPU.
+      if (t.device(u).kind == topo::DeviceKind::Gpu && u != to) continue;
+      double cap = 0.0;
+      for (topo::Edge f : t.linksBetween(v, u)) cap += t.link(f).capacity();
+      double nw = std::min(w, cap);
+      int nh = -neg_hops + 1;
+      if (nw > width[u] || (nw == width[u] && nh < hops[u])) {
+        width[u] = nw;
+        hops[u] = nh;
+        parent[u] = v;
+        queue.emplace(nw, -nh, u);
+      }
+    }
+  }
+  if (width[to] < 0) {
+    throw Error(blinkInvalidInput, "no path from " + t.device(from).id + " to " + t.device(to).id +
+                                       " in topology " + t.name());
+  }
+  std::vector<topo::Vertex> route{to};
+  while (route.back() != from) route.push_back(parent[route.back()]);
+  std::reverse(route.begin(), route.end());
+  return route;
+}
+
+int nvlinkLanes(const topo::Topology& t, topo::Vertex a, topo::Vertex b) {
+  int lanes = 0;
+  for (topo::Edge e : t.linksBetween(a, b)) {
+    if (t.link(e).kind == topo::LinkKind::NvLink) lanes += t.link(e).multiplicity;
+  }
+  return lanes;
+}
+
+// Depth-first search for a directed Hamiltonian cycle from rank 0 over arcs with a
+// free lane; bounded so that large graphs give up quickly.
+bool hamiltonian(const std::vector<std::vector<int>>& lanes, std::vector<int>& path,
+                 std::vector<bool>& used, long& budget) {
+  const int n = static_cast<int>(lanes.size());
+  if (--budget < 0) return false;
+  int here = path.back();
+  if (static_cast<int>(path.size()) == n) return lanes[here][path.front()] > 0;
+  std::vector<int> next;
+  for (int v = 0; v < n; ++v) {
+    if (!used[v] && lanes[here][v] > 0) next.push_back(v);
+  }
+  // Try the roomiest arcs first: later rings need the remaining lanes.
+  std::stable_sort(next.begin(), next.end(),
+                   [&](int a, int b) { return lanes[here][a] > lanes[here][b]; });
+  for (int v : next) {
+    used[v] = true;
+    path.push_back(v);
+    if (hamiltonian(lanes, path, used, budget)) return true;
+    path.pop_back();
+    used[v] = false;
+  }
+  return false;
+}
+
+std::vector<topo::Vertex> gpuVertices(const topo::Topology& t) {
+  return t.gpus();
+}
+
+}  // namespace
+
+std::vector<Ring> findRings(const topo::Topology& topology) {
+  const auto gpus = gpuVertices(topology);
+  const int n = static_cast<int>(gpus.size());
+  std::vector<Ring> rings;
+  if (n < 2) return rings;
+  std::vector<std::vector<int>> lanes(n, std::vector<int>(n, 0));
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a != b) lanes[a][b] = nvlinkLanes(topology, gpus[a], gpus[b]);
+    }
+  }
+  while (true) {
+    std::vector<int> path{0};
+    std::vector<bool> used(n, false);
+    used[0] = true;
+    long budget = 200000;
+    if (!hamiltonian(lanes, path, used, budget)) break;
+    Ring ring;
+    ring.order = path;
+    ring.nvlink = true;
+    for (int i = 0; i < n; ++i) {
+      int a = path[i], b = path[(i + 1) % n];
+      --lanes[a][b];
+      ring.hops.push_back({gpus[a], gpus[b]});
+    }
+    rings.push_back(std::move(ring));
+  }
+  if (rings.empty()) {
+    Ring ring;
+    for (int i = 0; i < n; ++i) {
+      ring.order.push_back(i);
+      ring.hops.push_back(fastestRoute(topology, gpus[i], gpus[(i + 1) % n]));
+    }
+    rings.push_back(std::move(ring));
+  }
+  return rings;
+}
+
+namespace {
+
+class RingBuilder {
+ public:
+  RingBuilder(Plan& plan) : plan_(plan) {}
+
+  int route(const std::vector<topo::Vertex>& r) {
+    auto [it, inserted] = index_.emplace(r, static_cast<int>(plan_.routes.size()));
+    if (inserted) plan_.routes.push_back(r);
+    return it->second;
+  }
+
+  // Appends a step, chained after the previous one of its kind on (rank, peer, channel).
+  int add(int rank, Step step) {
+    auto key = std::make_tuple(rank, step.peer, step.channel, step.kind == StepKind::Send);
+    if (auto it = last_.find(key); it != last_.end()) step.deps.push_back(it->second);
+    std::sort(step.deps.begin(), step.deps.end());
+    step.deps.erase(std::unique(step.deps.begin(), step.deps.end()), step.deps.end());
+    std::erase(step.deps, -1);
+    auto& steps = plan_.ranks[rank].steps;
+    steps.push_back(std::move(step));
+    int index = static_cast<int>(steps.size()) - 1;
+    last_[key] = index;
+    return index;
+  }
+
+ private:
+  Plan& plan_;
+  std::map<std::vector<topo::Vertex>, int> index_;
+  std::map<std::tuple<int, int, int, bool>, int> last_;
+};
+
+using Range = std::pair<std::uint64_t, std::uint64_t>;
+
+// Splits a range into `parts` near-equal pieces of whole elements.
+std::vector<Range> evenSplit(Range r, int parts, std::uint64_t es) {
+  std::vector<Range> out;
+  const std::uint64_t elements = r.second / es;
+  std::uint64_t at = r.first;
+  for (int i = 0; i < parts; ++i) {
+    std::uint64_t e = elements / parts + (static_cast<std::uint64_t>(i) < elements % parts ? 1 : 0);
+    out.emplace_back(at, e * es);
+    at += e * es;
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+              int root_rank, const LowerOptions& options) {
+  Plan plan;
+  plan.collective = collective;
+  plan.algorithm = "ring";
+  plan.topology = topology.name();
+  plan.bytes = bytes;
+  plan.element_size = options.element_size;
+  for (topo::Vertex g : topology.gpus()) plan.rank_gpu.push_back(topology.device(g).gpu_index);
+  plan.num_ranks = static_cast<int>(plan.rank_gpu.size());
+  plan.ranks.resize(plan.num_ranks);
+  const int n = plan.num_ranks;
+  const std::uint64_t es = static_cast<std::uint64_t>(options.element_size);
+  if (bytes % es != 0)
+    throw Error(blinkInvalidArgument, "the buffer is not a whole number of elements");
+  const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+  if (rooted && (root_rank < 0 || root_rank >= n)) {
+    throw Error(blinkInvalidArgument,
+                "ring plan: root " + std::to_string(root_rank) + " out of range");
+  }
+  plan.root = rooted ? root_rank : -1;
+  if (n < 2 || bytes == 0) return plan;
+  std::vector<Ring> rings = findRings(topology);
+  plan.notes.push_back(std::to_string(rings.size()) +
+                       (rings.front().nvlink ? " NVLink" : " fallback") + " ring(s)");
+  RingBuilder b(plan);
+  const std::uint64_t chunk = options.chunk_bytes > 0 ? std::max(options.chunk_bytes / es * es, es)
+                                                      : std::uint64_t{1} << 20;
+  plan.chunk_bytes = chunk;
+
+  for (std::size_t ri = 0; ri < rings.size(); ++ri) {
+    const Ring& ring = rings[ri];
+    const int channel = static_cast<int>(ri);
+    std::vector<int> pos(n);  // rank -> position
+    for (int i = 0; i < n; ++i) pos[ring.order[i]] = i;
+    std::vector<int> routes;
+    for (const auto& hop : ring.hops) routes.push_back(b.route(hop));
+    auto next = [&](int p) { return (p + 1) % n; };
+    auto rankAt = [&](int p) { return ring.order[((p % n) + n) % n]; };
+
+    if (rooted) {
+      // A pipelined chain from the root along the ring (reversed for Reduce).
+      Range part = evenSplit({0, bytes}, static_cast<int>(rings.size()), es)[ri];
+      const int start = pos[root_rank];
+      for (std::uint64_t done = 0; done < part.second; done += chunk) {
+        const std::uint64_t off = part.first + done, len = std::min(chunk, part.second - done);
+        if (collective == Collective::Broadcast) {
+          int prev_recv = -1;
+          for (int k = 0; k + 1 < n; ++k) {
+            int p = (start + k) % n, from = rankAt(p), to = rankAt(p + 1);
+            b.add(from, {StepKind::Send, to, channel, off, len, 0, routes[p], {prev_recv}});
+            prev_recv = b.add(to, {StepKind::Recv, from, channel, off, len, 0, -1, {}});
+          }
+        } else {
+          // Reduce: from the rank after the root, all the way round to the root.
+          int prev_reduce = -1;
+          for (int k = 1; k < n; ++k) {
+            int p = (start + k) % n, from = rankAt(p), to = rankAt(p + 1);
+            b.add(from, {StepKind::Send, to, channel, off, len, 0, routes[p], {prev_reduce}});
+            prev_reduce = b.add(to, {StepKind::RecvReduce, from, channel, off, len, 0, -1, {}});
+          }
+        }
+      }
+      continue;
+    }
+
+    // Unrooted: the segment structure. For AllReduce, every chunk-sized group of
+    // this ring's part is cut into n pieces; for AllGather/ReduceScatter the
+    // pieces are the ranks' own segments, each split evenly among the rings.
+    std::vector<std::vector<Range>> groups;  // groups[g][r]: the piece owned by rank r
+    if (collective == Collective::AllReduce) {
+      Range part = evenSplit({0, bytes}, static_cast<int>(rings.size()), es)[ri];
+      const std::uint64_t group_bytes = chunk * static_cast<std::uint64_t>(n);
+      for (std::uint64_t done = 0; done < part.second; done += group_bytes) {
+        auto pieces =
+            evenSplit({part.first + done, std::min(group_bytes, part.second - done)}, n, es);
+        std::vector<Range> by_rank(n);
+        for (int p = 0; p < n; ++p) by_rank[ring.order[p]] = pieces[p];
+        groups.push_back(by_rank);
+      }
+    } else {
+      std::vector<Range> mine(n);
+      std::uint64_t longest = 0;
+      for (int r = 0; r < n; ++r) {
+        mine[r] = evenSplit({plan.segmentOffset(r), plan.segmentBytes(r)},
+                            static_cast<int>(rings.size()), es)[ri];
+        longest = std::max(longest, mine[r].second);
+      }
+      for (std::uint64_t done = 0; done < longest; done += chunk) {
+        std::vector<Range> by_rank(n);
+        for (int r = 0; r < n; ++r) {
+          std::uint64_t start = std::min(done, mine[r].second);
+          by_rank[r] = {mine[r].first + start, std::min(chunk, mine[r].second - start)};
+        }
+        groups.push_back(by_rank);
+      }
+    }
+    const bool do_rs = collective != Collective::AllGather;
+    const bool do_ag = collective != Collective::ReduceScatter;
+    for (const auto& piece : groups) {
+      auto owned = [&](int p) { return piece[rankAt(p)]; };  // the piece of the rank at position p
+      std::vector<int> rs_send(n, -1), rs_recv(n, -1);       // per position, previous step
+      std::vector<std::vector<int>> sent_piece(n, std::vector<int>(n, -1));
+      if (do_rs) {
+        // Step t: position p sends the partial of the piece owned by position p-1-t; after
+        // n-1 steps position p holds the full reduction of its own piece.
+        for (int t = 0; t + 1 < n; ++t) {
+          std::vector<int> recv_now(n, -1);
+          for (int p = 0; p < n; ++p) {
+            const int q = next(p), owner = ((p - 1 - t) % n + n) % n;
+            Range r = owned(owner);
+            int s = b.add(rankAt(p), {StepKind::Send,
+                                      rankAt(q),
+                                      channel,
+                                      r.first,
+                                      r.second,
+                                      0,
+                                      routes[p],
+                                      {rs_recv[p]}});
+            sent_piece[p][owner] = s;
+            recv_now[q] = b.add(
+                rankAt(q),
+                {StepKind::RecvReduce, rankAt(p), channel, r.first, r.second, 0, -1, {rs_recv[q]}});
+          }
+          rs_recv = recv_now;
+        }
+      }
+      if (do_ag) {
+        // Step t: position p sends the piece owned by position p-t (its own at t = 0).
+        std::vector<int> have = rs_recv;  // position p's own piece is complete after RS
+        for (int t = 0; t + 1 < n; ++t) {
+          std::vector<int> recv_now(n, -1);
+          for (int p = 0; p < n; ++p) {
+            const int q = next(p), owner = ((p - t) % n + n) % n;
+            Range r = owned(owner);
+            b.add(rankAt(p),
+                  {StepKind::Send, rankAt(q), channel, r.first, r.second, 0, routes[p], {have[p]}});
+            // Overwriting the piece waits for q's own RS send of it to have read it.
+            recv_now[q] = b.add(rankAt(q), {StepKind::Recv,
+                                            rankAt(p),
+                                            channel,
+                                            r.first,
+                                            r.second,
+                                            0,
+                                            -1,
+                                            {sent_piece[q][owner], have[q]}});
+          }
+          have = recv_now;
+        }
+      }
+    }
+  }
+  validateStructure(plan);
+  return plan;
+}
+
+Plan doubleBinaryTreePlan(Collective collective, const topo::Topology& topology,
+                          std::uint64_t bytes, int root_rank, const LowerOptions& options) {
+  if (collective == Collective::AllGather || collective == Collective::ReduceScatter) {
+    throw Error(blinkUnsupported, "double binary trees serve AllReduce, Broadcast and Reduce");
+  }
+  const auto gpus = topology.gpus();
+  const int n = static_cast<int>(gpus.size());
+  const bool rooted = collective != Collective::AllReduce;
+  // Tree A over ranks in order, tree B over them in reverse: a heap over an order
+  // (parent of position p is (p-1)/2), so leaves of A sit near the inside of B.
+  std::vector<int> order_a, order_b;
+  for (int i = 0; i < n; ++i) order_a.push_back(i);
+  if (rooted) {
+    std::rotate(order_a.begin(), order_a.begin() + root_rank, order_a.end());
+    order_b.push_back(root_rank);
+    for (int i = n - 1; i >= 1; --i) order_b.push_back(order_a[i]);
+  } else {
+    order_b.assign(order_a.rbegin(), order_a.rend());
+  }
+  treegen::TreeSet set;
+  set.method = "double-binary-tree";
+  set.collective = toString(collective);
+  set.topology = topology.name();
+  for (const auto* order : {&order_a, &order_b}) {
+    treegen::Tree tree;
+    tree.root_gpu = topology.device(gpus[(*order)[0]]).gpu_index;
+    tree.weight_gbps = 1.0;  // equal halves
+    for (int p = 1; p < n; ++p) {
+      topo::Vertex parent = gpus[(*order)[(p - 1) / 2]], child = gpus[(*order)[p]];
+      tree.edges.push_back({parent, child, fastestRoute(topology, parent, child)});
+    }
+    set.trees.push_back(std::move(tree));
+  }
+  set.root_gpu = set.trees.front().root_gpu;
+  Plan plan = collective == Collective::Broadcast ? lowerBroadcast(set, topology, bytes, options)
+              : collective == Collective::Reduce  ? lowerReduce(set, topology, bytes, options)
+                                                  : lowerAllReduce(set, topology, bytes, options);
+  plan.algorithm = "double-binary-tree";
+  return plan;
+}
+
+}  // namespace blink::plan

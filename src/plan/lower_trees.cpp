@@ -1,0 +1,403 @@
+#include "plan/lower_trees.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "common/error.hpp"
+
+namespace blink::plan {
+namespace {
+
+// One tree as messages between ranks, parents before children. A tree edge into a
+// switch that could not be split off is merged with the edges below it, so every
+// message runs GPU to GPU along the concatenated route.
+struct Message {
+  int from = 0, to = 0;
+  int route = 0;
+};
+
+struct LoweredTree {
+  int root = 0;  // rank
+  double gbps = 0.0;
+  std::vector<Message> messages;
+  int depth = 0;
+  double latency_s = 0.0;  // the largest route latency
+};
+
+class Builder {
+ public:
+  Builder(Plan& plan, const topo::Topology& topology, const LowerOptions& options)
+      : plan_(plan), topology_(topology), options_(options) {
+    rank_of_gpu_ = ranksOfGpus(topology);
+    plan_.ranks.resize(plan_.num_ranks);
+  }
+
+  LoweredTree lower(const treegen::Tree& tree) {
+    LoweredTree out;
+    out.root = rankOf(tree.root_gpu);
+    out.gbps = tree.weight_gbps;
+    // Route from the nearest GPU ancestor to each vertex, and that ancestor.
+    std::map<topo::Vertex, std::pair<int, std::vector<topo::Vertex>>> pending;
+    std::map<int, int> depth_of{{out.root, 0}};
+    for (const auto& edge : tree.edges) {
+      std::vector<topo::Vertex> route = edge.route;
+      int from_rank;
+      if (isGpu(edge.from)) {
+        from_rank = rankOf(topology_.device(edge.from).gpu_index);
+      } else {
+        auto it = pending.find(edge.from);
+        if (it == pending.end()) {
+          throw Error(blinkInternalError, "lowering: tree edge from an unreached switch");
+        }
+        from_rank = it->second.first;
+        route = it->second.second;
+        route.insert(route.end(), edge.route.begin() + 1, edge.route.end());
+      }
+      if (isGpu(edge.to)) {
+        int to_rank = rankOf(topology_.device(edge.to).gpu_index);
+        out.messages.push_back({from_rank, to_rank, addRoute(route)});
+        depth_of[to_rank] = depth_of[from_rank] + 1;
+        out.depth = std::max(out.depth, depth_of[to_rank]);
+        out.latency_s = std::max(out.latency_s, routeLatency(route));
+      } else {
+        pending[edge.to] = {from_rank, route};
+      }
+    }
+    return out;
+  }
+
+  std::uint64_t chunkFor(const LoweredTree& t, std::uint64_t bytes) const {
+    if (options_.chunk_bytes > 0) {
+      return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
+    }
+    return chooseChunkBytes(bytes, t.depth, t.latency_s + options_.step_overhead_us * 1e-6, t.gbps,
+                            options_.element_size);
+  }
+
+  // Chunk boundaries of [offset, offset + bytes).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> chunks(std::uint64_t offset,
+                                                              std::uint64_t bytes,
+                                                              std::uint64_t chunk) const {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    for (std::uint64_t done = 0; done < bytes; done += chunk) {
+      out.emplace_back(offset + done, std::min(chunk, bytes - done));
+    }
+    return out;
+  }
+
+  // Data flows root -> leaves. after_recv_deps: per rank, steps that must finish
+  // before the chunk may be overwritten (a pending Send of the same range).
+  // Returns, per chunk, the step that delivered it on each rank (-1: the root).
+  std::vector<std::map<int, int>> broadcastPass(
+      const LoweredTree& t, int channel,
+      const std::vector<std::pair<std::uint64_t, std::uint64_t>>& cs,
+      const std::vector<std::map<int, int>>* ready_at_root,
+      const std::vector<std::map<int, int>>* must_finish) {
+    std::vector<std::map<int, int>> delivered(cs.size());
+    for (std::size_t j = 0; j < cs.size(); ++j) {
+      for (const auto& m : t.messages) {
+        std::vector<int> send_deps;
+        if (m.from == t.root) {
+          if (ready_at_root != nullptr) addIf(send_deps, (*ready_at_root)[j], m.from);
+        } else {
+          addIf(send_deps, delivered[j], m.from);
+        }
+        int send =
+            add(m.from, {StepKind::Send, m.to, channel, cs[j].first, cs[j].second, 0, m.route, {}},
+                send_deps, {m.to, channel, true});
+        (void)send;
+        std::vector<int> recv_deps;
+        if (must_finish != nullptr) addIf(recv_deps, (*must_finish)[j], m.to);
+        delivered[j][m.to] =
+            add(m.to, {StepKind::Recv, m.from, channel, cs[j].first, cs[j].second, 0, -1, {}},
+                recv_deps, {m.from, channel, false});
+      }
+    }
+    return delivered;
+  }
+
+  // Data flows leaves -> root, combined on the way. Returns, per chunk, each
+  // rank's Send of it (for later overwrite hazards) and the root's last reduction.
+  struct ReduceOutcome {
+    std::vector<std::map<int, int>> sent;      // rank -> its Send of chunk j
+    std::vector<std::map<int, int>> complete;  // root -> its last RecvReduce of chunk j
+  };
+  ReduceOutcome reducePass(const LoweredTree& t, int channel,
+                           const std::vector<std::pair<std::uint64_t, std::uint64_t>>& cs) {
+    ReduceOutcome out;
+    out.sent.resize(cs.size());
+    out.complete.resize(cs.size());
+    for (std::size_t j = 0; j < cs.size(); ++j) {
+      std::map<int, int> last_reduce;  // rank -> its latest RecvReduce of chunk j
+      for (auto it = t.messages.rbegin(); it != t.messages.rend(); ++it) {
+        const Message& m = *it;  // reversed: m.to sends to m.from
+        std::vector<int> send_deps;
+        addIf(send_deps, last_reduce, m.to);
+        out.sent[j][m.to] = add(m.to,
+                                {StepKind::Send,
+                                 m.from,
+                                 channel,
+                                 cs[j].first,
+                                 cs[j].second,
+                                 0,
+                                 reverseRoute(m.route),
+                                 {}},
+                                send_deps, {m.from, channel, true});
+        std::vector<int> reduce_deps;
+        addIf(reduce_deps, last_reduce, m.from);  // one reduction into a range at a time
+        last_reduce[m.from] =
+            add(m.from, {StepKind::RecvReduce, m.to, channel, cs[j].first, cs[j].second, 0, -1, {}},
+                reduce_deps, {m.to, channel, false});
+      }
+      if (auto r = last_reduce.find(t.root); r != last_reduce.end())
+        out.complete[j][t.root] = r->second;
+    }
+    return out;
+  }
+
+  int rankOf(int gpu_index) const {
+    if (gpu_index < 0 || gpu_index >= static_cast<int>(rank_of_gpu_.size()) ||
+        rank_of_gpu_[gpu_index] < 0) {
+      throw Error(blinkInternalError,
+                  "lowering: GPU " + std::to_string(gpu_index) + " is not in the topology");
+    }
+    return rank_of_gpu_[gpu_index];
+  }
+
+ private:
+  struct Ordering {
+    int peer;
+    int channel;
+    bool send;
+  };
+
+  std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
+
+  bool isGpu(topo::Vertex v) const { return topology_.device(v).kind == topo::DeviceKind::Gpu; }
+
+  double routeLatency(const std::vector<topo::Vertex>& route) const {
+    double us = 0.0;
+    for (std::size_t k = 0; k + 1 < route.size(); ++k) {
+      double hop = 0.0;
+      for (topo::Edge e : topology_.linksBetween(route[k], route[k + 1])) {
+        hop = std::max(hop, topology_.link(e).latency_us);
+      }
+      us += hop;
+    }
+    return us * 1e-6;
+  }
+
+  int addRoute(const std::vector<topo::Vertex>& route) {
+    auto [it, inserted] = route_index_.emplace(route, static_cast<int>(plan_.routes.size()));
+    if (inserted) plan_.routes.push_back(route);
+    return it->second;
+  }
+
+  int reverseRoute(int route) {
+    std::vector<topo::Vertex> r = plan_.routes[route];
+    std::reverse(r.begin(), r.end());
+    return addRoute(r);
+  }
+
+  static void addIf(std::vector<int>& deps, const std::map<int, int>& steps, int rank) {
+    if (auto it = steps.find(rank); it != steps.end() && it->second >= 0)
+      deps.push_back(it->second);
+  }
+
+  // Appends a step; chains it after the previous step of the same kind between
+  // the same pair on the same channel, so messages stay in order.
+  int add(int rank, Step step, std::vector<int> deps, Ordering order) {
+    auto key = std::make_tuple(rank, order.peer, order.channel, order.send);
+    if (auto it = last_on_channel_.find(key); it != last_on_channel_.end()) {
+      deps.push_back(it->second);
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    step.deps = std::move(deps);
+    auto& steps = plan_.ranks[rank].steps;
+    steps.push_back(std::move(step));
+    int index = static_cast<int>(steps.size()) - 1;
+    last_on_channel_[key] = index;
+    return index;
+  }
+
+  Plan& plan_;
+  const topo::Topology& topology_;
+  const LowerOptions& options_;
+  std::vector<int> rank_of_gpu_;
+  std::map<std::vector<topo::Vertex>, int> route_index_;
+  std::map<std::tuple<int, int, int, bool>, int> last_on_channel_;
+};
+
+Plan header(Collective c, const treegen::TreeSet& trees, const topo::Topology& topology,
+            std::uint64_t bytes, const LowerOptions& options) {
+  if (options.element_size < 1) throw Error(blinkInvalidArgument, "element size must be >= 1");
+  if (bytes % static_cast<std::uint64_t>(options.element_size) != 0) {
+    throw Error(blinkInvalidArgument, "the buffer is not a whole number of elements");
+  }
+  Plan plan;
+  plan.collective = c;
+  plan.algorithm = "blink-trees";
+  plan.topology = topology.name();
+  plan.bytes = bytes;
+  plan.element_size = options.element_size;
+  plan.chunk_bytes = options.chunk_bytes;
+  for (topo::Vertex g : topology.gpus()) plan.rank_gpu.push_back(topology.device(g).gpu_index);
+  plan.num_ranks = static_cast<int>(plan.rank_gpu.size());
+  if (plan.num_ranks == 0) throw Error(blinkInvalidArgument, "the topology has no GPUs");
+  plan.notes.push_back(trees.method + " trees: " + std::to_string(trees.trees.size()) + ", " +
+                       std::to_string(trees.rate_gbps) + " of " + std::to_string(trees.bound_gbps) +
+                       " GB/s");
+  return plan;
+}
+
+// Splits [offset, offset + bytes) among `weights` in proportion, in whole elements.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> splitByWeight(
+    std::uint64_t offset, std::uint64_t bytes, const std::vector<double>& weights,
+    int element_size) {
+  const std::uint64_t es = static_cast<std::uint64_t>(element_size);
+  const std::uint64_t elements = bytes / es;
+  double total = 0.0;
+  for (double w : weights) total += w;
+  std::vector<std::uint64_t> share(weights.size(), 0);
+  std::uint64_t given = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    share[i] = total > 0 ? static_cast<std::uint64_t>(
+                               std::floor(static_cast<double>(elements) * (weights[i] / total)))
+                         : 0;
+    given += share[i];
+  }
+  for (std::size_t i = 0; given < elements && !share.empty(); i = (i + 1) % share.size()) {
+    ++share[i];
+    ++given;
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  std::uint64_t at = offset;
+  for (auto s : share) {
+    out.emplace_back(at, s * es);
+    at += s * es;
+  }
+  return out;
+}
+
+// The trees rooted at each rank, with their weights.
+std::map<int, std::vector<std::size_t>> treesByRoot(const treegen::TreeSet& trees, Builder& b) {
+  std::map<int, std::vector<std::size_t>> out;
+  for (std::size_t i = 0; i < trees.trees.size(); ++i) {
+    out[b.rankOf(trees.trees[i].root_gpu)].push_back(i);
+  }
+  return out;
+}
+
+enum class Flow { Down, Up, UpThenDown };
+
+// The common skeleton: which part of the buffer each tree carries, then the passes.
+Plan lowerWith(Collective c, Flow flow, bool per_root_segments, const treegen::TreeSet& trees,
+               const topo::Topology& topology, std::uint64_t bytes, const LowerOptions& options) {
+  Plan plan = header(c, trees, topology, bytes, options);
+  Builder b(plan, topology, options);
+  if (bytes == 0 || plan.num_ranks < 2) return plan;
+  if (trees.trees.empty()) throw Error(blinkInvalidArgument, "lowering: no trees to lower");
+  std::vector<LoweredTree> lowered;
+  for (const auto& t : trees.trees) lowered.push_back(b.lower(t));
+
+  // (tree index, range) pairs.
+  std::vector<std::pair<std::size_t, std::pair<std::uint64_t, std::uint64_t>>> work;
+  if (per_root_segments) {
+    auto by_root = treesByRoot(trees, b);
+    for (int r = 0; r < plan.num_ranks; ++r) {
+      auto it = by_root.find(r);
+      if (it == by_root.end()) {
+        throw Error(blinkInvalidArgument,
+                    "lowering: no tree is rooted at rank " + std::to_string(r));
+      }
+      std::vector<double> w;
+      for (auto i : it->second) w.push_back(trees.trees[i].weight_gbps);
+      auto parts =
+          splitByWeight(plan.segmentOffset(r), plan.segmentBytes(r), w, options.element_size);
+      for (std::size_t k = 0; k < parts.size(); ++k) work.emplace_back(it->second[k], parts[k]);
+    }
+  } else {
+    plan.root = b.rankOf(trees.trees.front().root_gpu);
+    std::vector<double> w;
+    for (const auto& t : trees.trees) w.push_back(t.weight_gbps);
+    auto parts = splitByWeight(0, bytes, w, options.element_size);
+    for (std::size_t k = 0; k < parts.size(); ++k) work.emplace_back(k, parts[k]);
+  }
+
+  std::uint64_t largest_chunk = 0;
+  for (std::size_t w = 0; w < work.size(); ++w) {
+    const auto& [tree, range] = work[w];
+    if (range.second == 0) continue;
+    const LoweredTree& t = lowered[tree];
+    const std::uint64_t chunk = b.chunkFor(t, range.second);
+    largest_chunk = std::max(largest_chunk, chunk);
+    auto cs = b.chunks(range.first, range.second, chunk);
+    const int channel = static_cast<int>(w);
+    if (flow == Flow::Down) {
+      b.broadcastPass(t, channel, cs, nullptr, nullptr);
+    } else if (flow == Flow::Up) {
+      b.reducePass(t, channel, cs);
+    } else {
+      auto up = b.reducePass(t, channel, cs);
+      b.broadcastPass(t, channel, cs, &up.complete, &up.sent);
+    }
+  }
+  if (plan.chunk_bytes == 0) plan.chunk_bytes = largest_chunk;
+  validateStructure(plan);
+  return plan;
+}
+
+}  // namespace
+
+std::vector<int> ranksOfGpus(const topo::Topology& topology) {
+  int largest = -1;
+  for (topo::Vertex g : topology.gpus()) largest = std::max(largest, topology.device(g).gpu_index);
+  std::vector<int> rank(static_cast<std::size_t>(largest + 1), -1);
+  int next = 0;
+  for (topo::Vertex g : topology.gpus()) rank[topology.device(g).gpu_index] = next++;
+  return rank;
+}
+
+std::uint64_t chooseChunkBytes(std::uint64_t bytes, int depth, double alpha_seconds, double gbps,
+                               int element_size) {
+  const std::uint64_t es = static_cast<std::uint64_t>(std::max(element_size, 1));
+  if (bytes <= es || depth <= 1 || gbps <= 0) return std::max(bytes / es * es, es);
+  const double best = std::sqrt(static_cast<double>(bytes) * alpha_seconds * gbps * 1e9 /
+                                static_cast<double>(depth - 1));
+  std::uint64_t chunk = static_cast<std::uint64_t>(best) / es * es;
+  return std::clamp<std::uint64_t>(chunk, es, bytes / es * es);
+}
+
+Plan lowerBroadcast(const treegen::TreeSet& trees, const topo::Topology& topology,
+                    std::uint64_t bytes, const LowerOptions& options) {
+  return lowerWith(Collective::Broadcast, Flow::Down, false, trees, topology, bytes, options);
+}
+
+Plan lowerReduce(const treegen::TreeSet& trees, const topo::Topology& topology, std::uint64_t bytes,
+                 const LowerOptions& options) {
+  return lowerWith(Collective::Reduce, Flow::Up, false, trees, topology, bytes, options);
+}
+
+Plan lowerAllGather(const treegen::TreeSet& trees, const topo::Topology& topology,
+                    std::uint64_t bytes, const LowerOptions& options) {
+  return lowerWith(Collective::AllGather, Flow::Down, true, trees, topology, bytes, options);
+}
+
+Plan lowerReduceScatter(const treegen::TreeSet& trees, const topo::Topology& topology,
+                        std::uint64_t bytes, const LowerOptions& options) {
+  return lowerWith(Collective::ReduceScatter, Flow::Up, true, trees, topology, bytes, options);
+}
+
+Plan lowerAllReduce(const treegen::TreeSet& trees, const topo::Topology& topology,
+                    std::uint64_t bytes, const LowerOptions& options) {
+  const bool multi_root = trees.root_gpu < 0;
+  Plan plan = lowerWith(Collective::AllReduce, Flow::UpThenDown, multi_root, trees, topology, bytes,
+                        options);
+  plan.notes.push_back(multi_root ? "shape: reducescatter + allgather"
+                                  : "shape: reduce + broadcast over one root's trees");
+  return plan;
+}
+
+}  // namespace blink::plan
