@@ -36,7 +36,10 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
 // same trees reversed.
 TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options);
 
-// The bounds alone (GB/s), for tools and the simulator.
+// The bounds alone (GB/s), for tools and the simulator. The two AllReduce shape
+// bounds hold for their phases run one after the other; a plan that overlaps the
+// phases on opposite link directions can do better, up to the minimum cut (the
+// broadcast bound), which bounds every AllReduce.
 struct AllReduceBounds {
   // Reduce + broadcast over one root's trees at once: each tree edge is used in
   // both directions, so the rate is the strength of the undirected graph (the best

@@ -1,0 +1,61 @@
+// Chooses the plan for a collective: every candidate (Blink's trees in each shape,
+// and the ring and double-binary-tree baselines) is built, timed by the simulator,
+// and the fastest wins. Because the baselines are candidates, Blink is never
+// predicted slower than a ring; `why` says what was compared.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/lower_trees.hpp"
+#include "plan/plan.hpp"
+#include "plan/simulator.hpp"
+#include "treegen/treegen.hpp"
+
+namespace blink::plan {
+
+struct Candidate {
+  std::string name;  // "blink-trees", "blink-trees reduce+broadcast", "ring", "double-binary-tree"
+  double seconds = 0.0;
+  bool available = true;  // false when the algorithm does not apply (why_not says why)
+  std::string why_not;
+};
+
+struct Choice {
+  Plan plan;
+  double seconds = 0.0;
+  std::vector<Candidate> candidates;
+  std::string why;  // one line: the winner and the runner-up with their predicted times
+};
+
+struct PlannerOptions {
+  LowerOptions lower;
+  SimOptions sim;
+  treegen::PackOptions pack;    // how trees are packed (exact by default)
+  bool allow_baselines = true;  // false: Blink's trees only (for comparisons)
+};
+
+// Bus bandwidth factor of nccl-tests: busbw = algbw * factor.
+double busBandwidthFactor(Collective c, int ranks);
+
+// The best plan for `bytes` (root_rank for Broadcast/Reduce). Throws
+// blinkInvalidArgument for a bad root or a buffer that is not whole elements (for
+// AllGather/ReduceScatter: whole segments).
+Choice choosePlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+                  int root_rank, const PlannerOptions& options);
+
+// Blink's candidates alone, each lowered and simulated.
+std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
+                                                     const topo::Topology& topology,
+                                                     std::uint64_t bytes, int root_rank,
+                                                     const PlannerOptions& options);
+
+// The optimal algorithm bandwidth (bytes / time, GB/s) from the bounds of treegen:
+// Broadcast/Reduce: the broadcast bound; AllGather/ReduceScatter: ranks * the
+// per-GPU rate; AllReduce: the minimum cut (no algorithm can beat it, whatever its
+// shape).
+double optimalAlgbwGbps(Collective collective, const topo::Topology& topology, int root_rank,
+                        const std::set<topo::LinkKind>& links);
+
+}  // namespace blink::plan

@@ -1,0 +1,226 @@
+// blink-sim: predicted times of Blink's plans against rings and double binary
+// trees, from the flow-level simulator.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "plan/baselines.hpp"
+#include "plan/planner.hpp"
+#include "tools/cli.hpp"
+#include "tools/tool_io.hpp"
+
+namespace {
+
+namespace topo = blink::topo;
+namespace plan = blink::plan;
+using blink::cli::UsageError;
+
+const char* kHelp = R"(Usage: blink-sim [options]
+
+Predicts, with the flow-level simulator, how long a collective takes on a topology
+with Blink's trees, NCCL-style rings and double binary trees, with algorithm and bus
+bandwidth as nccl-tests defines them (busbw = algbw x 2(n-1)/n for AllReduce,
+(n-1)/n for AllGather/ReduceScatter, 1 for Broadcast/Reduce), and the optimal bound.
+
+Options:
+  --topo NAME|FILE     zoo machine, Blink JSON or NCCL XML (default $BLINK_TOPO,
+                       else this machine)
+  --gpus LIST          allocation view, e.g. 0,1,2,4 (default $BLINK_TOPO_GPUS)
+  --collective C       allreduce (default), broadcast, reduce, allgather, reducescatter
+  --bytes SIZE         buffer size: 1024, 64K, 256M, 1G (K/M/G are powers of 1024;
+                       default 256M). For AllGather/ReduceScatter the whole buffer.
+  --root GPU           root of broadcast/reduce (default: the lowest GPU)
+  --sweep              sizes from 1K up to --bytes, x4 each step
+  --chunk-bytes SIZE   fixed chunk size (default: the pipeline model's choice per tree)
+  --format F           text (default) or json (a stable interface)
+  --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
+  --output FILE        write to FILE instead of standard output
+  -h, --help           this text
+
+JSON: one object per size with collective, bytes, bound_gbps, chosen, why and
+algorithms: [{name (blink, ring, tree), time_us, algbw_gbps, busbw_gbps}]; --sweep
+prints an array of them.
+
+Examples:
+  blink-sim --topo dgx1-v100 --gpus 0,1,2,4 --collective allreduce --bytes 256M
+  blink-sim --topo dgx1-v100 --gpus 0,1,2,4 --collective broadcast --sweep --format json
+
+Exit codes: 0 success, 1 the topology could not be loaded or simulated, 2 bad command line.
+)";
+
+std::uint64_t parseSize(const std::string& text, const std::string& option) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError{option + " must be a size such as 4096, 64K, 256M or 1G, not '" + text + "'"};
+  }
+  std::string suffix = text.substr(used);
+  std::uint64_t scale = 1;
+  if (suffix == "K" || suffix == "KiB" || suffix == "k") {
+    scale = 1ull << 10;
+  } else if (suffix == "M" || suffix == "MiB") {
+    scale = 1ull << 20;
+  } else if (suffix == "G" || suffix == "GiB") {
+    scale = 1ull << 30;
+  } else if (!suffix.empty() && suffix != "B") {
+    throw UsageError{option + ": unknown unit '" + suffix + "' (use K, M or G)"};
+  }
+  return static_cast<std::uint64_t>(value) * scale;
+}
+
+plan::Collective parseCollective(const std::string& name) {
+  for (auto c : {plan::Collective::AllReduce, plan::Collective::Broadcast, plan::Collective::Reduce,
+                 plan::Collective::AllGather, plan::Collective::ReduceScatter}) {
+    if (plan::toString(c) == name) return c;
+  }
+  throw UsageError{
+      "--collective must be allreduce, broadcast, reduce, allgather or "
+      "reducescatter, not '" +
+      name + "'"};
+}
+
+struct Row {
+  std::string name;
+  double seconds = 0.0;
+};
+
+nlohmann::json simulateOne(plan::Collective c, const topo::Topology& t, std::uint64_t bytes,
+                           int root_rank, const plan::PlannerOptions& options, double bound) {
+  const int n = static_cast<int>(t.gpus().size());
+  auto blink = plan::blinkCandidates(c, t, bytes, root_rank, options);
+  double best = blink.front().second;
+  for (const auto& [p, s] : blink) best = std::min(best, s);
+  std::vector<Row> rows{{"blink", best}};
+  rows.push_back(
+      {"ring", plan::simulate(plan::ringPlan(c, t, bytes, root_rank, options.lower), t, options.sim)
+                   .seconds});
+  if (c != plan::Collective::AllGather && c != plan::Collective::ReduceScatter) {
+    rows.push_back(
+        {"tree", plan::simulate(plan::doubleBinaryTreePlan(c, t, bytes, root_rank, options.lower),
+                                t, options.sim)
+                     .seconds});
+  }
+  auto choice = plan::choosePlan(c, t, bytes, root_rank, options);
+  nlohmann::json out;
+  out["collective"] = plan::toString(c);
+  out["bytes"] = bytes;
+  out["bound_gbps"] = bound;
+  out["chosen"] = choice.plan.algorithm;
+  out["why"] = choice.why;
+  nlohmann::json algorithms = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const double algbw = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
+    algorithms.push_back({{"name", r.name},
+                          {"time_us", r.seconds * 1e6},
+                          {"algbw_gbps", algbw},
+                          {"busbw_gbps", algbw * plan::busBandwidthFactor(c, n)}});
+  }
+  out["algorithms"] = std::move(algorithms);
+  return out;
+}
+
+std::string asText(const nlohmann::json& results, const topo::Topology& t) {
+  std::ostringstream out;
+  const auto& first = results.front();
+  out << first["collective"].get<std::string>() << " on " << t.name() << ", " << t.gpus().size()
+      << " GPUs; optimal algbw " << std::setprecision(4) << first["bound_gbps"].get<double>()
+      << " GB/s\n";
+  out << std::left << std::setw(14) << "bytes" << std::setw(8) << "algo" << std::right
+      << std::setw(14) << "time_us" << std::setw(12) << "algbw_gbps" << std::setw(12)
+      << "busbw_gbps"
+      << "  chosen\n";
+  for (const auto& r : results) {
+    bool firstRow = true;
+    for (const auto& a : r["algorithms"]) {
+      out << std::left << std::setw(14)
+          << (firstRow ? std::to_string(r["bytes"].get<std::uint64_t>()) : "") << std::setw(8)
+          << a["name"].get<std::string>() << std::right << std::fixed << std::setprecision(2)
+          << std::setw(14) << a["time_us"].get<double>() << std::setw(12)
+          << a["algbw_gbps"].get<double>() << std::setw(12) << a["busbw_gbps"].get<double>()
+          << std::defaultfloat;
+      if (firstRow) out << "  " << r["chosen"].get<std::string>();
+      out << "\n";
+      firstRow = false;
+    }
+  }
+  return out.str();
+}
+
+int run(const blink::cli::Args& args) {
+  if (args.has("--help")) {
+    std::cout << kHelp;
+    return blink::cli::kOk;
+  }
+  if (!args.positional().empty()) {
+    throw UsageError{"unexpected argument '" + args.positional().front() + "'"};
+  }
+  const plan::Collective c = parseCollective(args.valueOr("--collective", "allreduce"));
+  const std::uint64_t bytes = parseSize(args.valueOr("--bytes", "256M"), "--bytes");
+  const std::string format = args.valueOr("--format", "text");
+  if (format != "text" && format != "json") {
+    throw UsageError{"--format must be text or json, not '" + format + "'"};
+  }
+  plan::PlannerOptions options;
+  if (auto chunk = args.value("--chunk-bytes"))
+    options.lower.chunk_bytes = parseSize(*chunk, "--chunk-bytes");
+  topo::Topology t = blink::cli::topologyFromArgs(args);
+  const int n = static_cast<int>(t.gpus().size());
+  if (n < 2)
+    throw blink::Error(blinkInvalidInput, "topology '" + t.name() + "' has fewer than 2 GPUs");
+  int root_rank = 0;
+  if (auto r = args.value("--root")) {
+    char* end = nullptr;
+    long gpu = std::strtol(r->c_str(), &end, 10);
+    if (end == r->c_str() || *end != '\0')
+      throw UsageError{"--root must be a GPU index, not '" + *r + "'"};
+    auto ranks = plan::ranksOfGpus(t);
+    if (gpu < 0 || gpu >= static_cast<long>(ranks.size()) || ranks[gpu] < 0) {
+      throw blink::Error(blinkInvalidArgument, "--root " + *r + " is not a GPU of " + t.name());
+    }
+    root_rank = ranks[gpu];
+  }
+  // Whole elements, and whole segments where the collective has segments.
+  const std::uint64_t unit =
+      (c == plan::Collective::AllGather || c == plan::Collective::ReduceScatter)
+          ? 4ull * static_cast<std::uint64_t>(n)
+          : 4ull;
+  std::vector<std::uint64_t> sizes;
+  if (args.has("--sweep")) {
+    for (std::uint64_t s = 1024; s <= bytes; s *= 4) sizes.push_back(s);
+  } else {
+    sizes.push_back(bytes);
+  }
+  const double bound = plan::optimalAlgbwGbps(c, t, root_rank, options.pack.links);
+  nlohmann::json results = nlohmann::json::array();
+  for (std::uint64_t s : sizes) {
+    const std::uint64_t rounded = std::max(s / unit * unit, unit);
+    results.push_back(simulateOne(c, t, rounded, root_rank, options, bound));
+  }
+  std::string text = format == "json"
+                         ? (args.has("--sweep") ? results : results.front()).dump(2) + "\n"
+                         : asText(results, t);
+  blink::cli::emitOutput(args, text);
+  return blink::cli::kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    blink::cli::Args args("blink-sim", argc, argv,
+                          {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes",
+                           "--format", "--link-gbps", "--output", "--hwloc-xml"},
+                          {"--help", "--sweep"});
+    return run(args);
+  } catch (const UsageError& e) {
+    std::cerr << "blink-sim: " << e.message << " (see --help)\n";
+    return blink::cli::kUsage;
+  } catch (const blink::Error& e) {
+    std::cerr << "blink-sim: " << e.what() << "\n";
+    return blink::cli::kFailure;
+  }
+}
