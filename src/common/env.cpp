@@ -75,6 +75,9 @@ const std::vector<Variable>& registry() {
       {"BLINK_LINK_GBPS", Kind::Text, "NAME=GBPS,...", "",
        "Override the bandwidth per lane and direction of link generations, e.g. "
        "`nvlink2=22.5,pcie3x16=12` (names: `blink-topo links`)."},
+      {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
+       "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
+       "pipeline time under the alpha-beta model."},
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
        "emulate several nodes on one machine."},

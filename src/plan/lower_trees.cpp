@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/env.hpp"
 #include "common/error.hpp"
 
 namespace blink::plan {
@@ -350,6 +351,14 @@ Plan lowerWith(Collective c, Flow flow, bool per_root_segments, const treegen::T
 }
 
 }  // namespace
+
+LowerOptions lowerOptionsFromEnvironment() {
+  LowerOptions options;
+  if (env::get("BLINK_CHUNK_BYTES")) {
+    options.chunk_bytes = static_cast<std::uint64_t>(env::getInt("BLINK_CHUNK_BYTES"));
+  }
+  return options;
+}
 
 std::vector<int> ranksOfGpus(const topo::Topology& topology) {
   int largest = -1;

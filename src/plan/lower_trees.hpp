@@ -17,6 +17,9 @@ struct LowerOptions {
   double step_overhead_us = 1.0;  // the per-step cost the chunk rule weighs
 };
 
+// Options with BLINK_CHUNK_BYTES applied (a fixed chunk size) when it is set.
+LowerOptions lowerOptionsFromEnvironment();
+
 // Rank of each GPU (by gpu_index) and the reverse.
 std::vector<int> ranksOfGpus(const topo::Topology& topology);
 

@@ -33,7 +33,8 @@ Options:
                        default 256M). For AllGather/ReduceScatter the whole buffer.
   --root GPU           root of broadcast/reduce (default: the lowest GPU)
   --sweep              sizes from 1K up to --bytes, x4 each step
-  --chunk-bytes SIZE   fixed chunk size (default: the pipeline model's choice per tree)
+  --chunk-bytes SIZE   fixed chunk size (default $BLINK_CHUNK_BYTES, else the pipeline
+                       model's choice per tree)
   --format F           text (default) or json (a stable interface)
   --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
   --output FILE        write to FILE instead of standard output
@@ -165,6 +166,7 @@ int run(const blink::cli::Args& args) {
     throw UsageError{"--format must be text or json, not '" + format + "'"};
   }
   plan::PlannerOptions options;
+  options.lower = plan::lowerOptionsFromEnvironment();
   if (auto chunk = args.value("--chunk-bytes"))
     options.lower.chunk_bytes = parseSize(*chunk, "--chunk-bytes");
   topo::Topology t = blink::cli::topologyFromArgs(args);
