@@ -166,17 +166,8 @@ int run(const blink::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    blink::cli::Args args("blink-plan", argc, argv,
-                          {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon",
-                           "--links", "--format", "--output", "--link-gbps", "--tolerance"},
-                          {"--help", "--minimize"});
-    return run(args);
-  } catch (const UsageError& e) {
-    std::cerr << "blink-plan: " << e.message << " (see --help)\n";
-    return blink::cli::kUsage;
-  } catch (const blink::Error& e) {
-    std::cerr << "blink-plan: " << e.what() << "\n";
-    return blink::cli::kFailure;
-  }
+  return blink::cli::runTool("blink-plan", argc, argv,
+                             {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon",
+                              "--links", "--format", "--output", "--link-gbps", "--tolerance"},
+                             {"--help", "--minimize"}, run);
 }

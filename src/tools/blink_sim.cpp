@@ -212,17 +212,9 @@ int run(const blink::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    blink::cli::Args args("blink-sim", argc, argv,
-                          {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes",
-                           "--format", "--link-gbps", "--output", "--hwloc-xml"},
-                          {"--help", "--sweep"});
-    return run(args);
-  } catch (const UsageError& e) {
-    std::cerr << "blink-sim: " << e.message << " (see --help)\n";
-    return blink::cli::kUsage;
-  } catch (const blink::Error& e) {
-    std::cerr << "blink-sim: " << e.what() << "\n";
-    return blink::cli::kFailure;
-  }
+  return blink::cli::runTool(
+      "blink-sim", argc, argv,
+      {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes", "--format",
+       "--link-gbps", "--output", "--hwloc-xml"},
+      {"--help", "--sweep"}, run);
 }

@@ -115,16 +115,7 @@ int run(const blink::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    blink::cli::Args args(
-        "blink-topo", argc, argv,
-        {"--topo", "--gpus", "--format", "--output", "--link-gbps", "--hwloc-xml"}, {"--help"});
-    return run(args);
-  } catch (const UsageError& e) {
-    std::cerr << "blink-topo: " << e.message << " (see --help)\n";
-    return blink::cli::kUsage;
-  } catch (const blink::Error& e) {
-    std::cerr << "blink-topo: " << e.what() << "\n";
-    return blink::cli::kFailure;
-  }
+  return blink::cli::runTool(
+      "blink-topo", argc, argv,
+      {"--topo", "--gpus", "--format", "--output", "--link-gbps", "--hwloc-xml"}, {"--help"}, run);
 }

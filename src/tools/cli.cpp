@@ -1,5 +1,9 @@
 #include "tools/cli.hpp"
 
+#include <iostream>
+
+#include "common/error.hpp"
+
 namespace blink::cli {
 
 Args::Args(std::string tool, int argc, char** argv, std::set<std::string> with_value,
@@ -49,6 +53,20 @@ std::optional<std::string> Args::value(const std::string& name) const {
 
 std::string Args::valueOr(const std::string& name, const std::string& fallback) const {
   return value(name).value_or(fallback);
+}
+
+int runTool(const std::string& tool, int argc, char** argv, std::set<std::string> with_value,
+            std::set<std::string> flags, const std::function<int(const Args&)>& body) {
+  try {
+    Args args(tool, argc, argv, std::move(with_value), std::move(flags));
+    return body(args);
+  } catch (const UsageError& e) {
+    std::cerr << tool << ": " << e.message << " (see --help)\n";
+    return kUsage;
+  } catch (const Error& e) {
+    std::cerr << tool << ": " << e.what() << "\n";
+    return kFailure;
+  }
 }
 
 }  // namespace blink::cli

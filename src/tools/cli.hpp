@@ -2,6 +2,7 @@
 // "--name=value" and flags, with errors that name the tool and the option.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,5 +41,11 @@ class Args {
 struct UsageError {
   std::string message;
 };
+
+// A tool's whole main: parses the command line, runs `body`, and turns a
+// UsageError into "tool: message (see --help)" and kUsage, a blink::Error into
+// "tool: message" and kFailure. Every blink-* tool reports errors the same way.
+int runTool(const std::string& tool, int argc, char** argv, std::set<std::string> with_value,
+            std::set<std::string> flags, const std::function<int(const Args&)>& body);
 
 }  // namespace blink::cli
