@@ -94,6 +94,21 @@ TEST(Env, UnknownBlinkVariableIsOnlyAWarning) {
   EXPECT_EQ(statusOf([] { env::validateAll(); }), blinkSuccess);
 }
 
+TEST(Env, ScriptVariablesAreNotUnknown) {
+  ScopedEnv sanitize("BLINK_SANITIZE", "address");
+  ScopedEnv jobs("BLINK_BUILD_JOBS", "2");
+  testing::internal::CaptureStderr();
+  env::validateAll();
+  EXPECT_EQ(testing::internal::GetCapturedStderr().find("unknown"), std::string::npos);
+}
+
+TEST(Env, UnknownVariableIsNamedInTheWarning) {
+  ScopedEnv typo("BLINK_DEBGU", "INFO");
+  testing::internal::CaptureStderr();
+  env::validateAll();
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("BLINK_DEBGU"), std::string::npos);
+}
+
 TEST(Env, ReadingAnUnregisteredVariableIsABug) {
   EXPECT_EQ(statusOf([] { (void)env::get("BLINK_NOT_A_VARIABLE"); }), blinkInternalError);
 }
