@@ -13,7 +13,7 @@ source "$(dirname "$0")/common.sh"
 ctest_args=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -L|-R) [ "$#" -ge 2 ] || { echo "test.sh: $1 needs a value" >&2; exit 2; }
            ctest_args+=("$1" "$2"); shift 2 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
