@@ -13,6 +13,15 @@ set(BLINK_MPIEXEC_FLAGS
 set(BLINK_MPI_TEST_ENV
   "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_hwloc_base_binding_policy=none")
 
+# Sanitized code runs several times slower (and LeakSanitizer's full stack
+# unwinding on every allocation slower still): scale every test's time limit.
+if(BLINK_SANITIZE)
+  set(BLINK_TEST_TIMEOUT_FACTOR 10)
+else()
+  set(BLINK_TEST_TIMEOUT_FACTOR 1)
+endif()
+math(EXPR BLINK_UNIT_TIMEOUT "120 * ${BLINK_TEST_TIMEOUT_FACTOR}")
+
 # blink_add_unit_test(<name> SOURCES <files...> [LIBS <targets...>])
 function(blink_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
@@ -20,7 +29,7 @@ function(blink_add_unit_test name)
   target_link_libraries(${name} PRIVATE blink_internal blink_build_flags GTest::gtest_main ${ARG_LIBS})
   gtest_discover_tests(${name}
     TEST_PREFIX "${name}."
-    PROPERTIES LABELS unit TIMEOUT 120
+    PROPERTIES LABELS unit TIMEOUT ${BLINK_UNIT_TIMEOUT}
     DISCOVERY_TIMEOUT 60)
 endfunction()
 
@@ -31,6 +40,7 @@ function(blink_add_mpi_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * ${BLINK_TEST_TIMEOUT_FACTOR}")
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi/mpi_gtest_main.cpp)
   target_link_libraries(${name} PRIVATE blink_internal blink_build_flags GTest::gtest ${ARG_LIBS})
   foreach(np IN LISTS ARG_NP)

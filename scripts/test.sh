@@ -37,4 +37,4 @@ if [ "${BLINK_SANITIZE:-}" = "undefined" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
 cd "$blink_build_dir"
-ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${ctest_args[@]}"
+ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${ctest_args[@]+"${ctest_args[@]}"}"
