@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "common/error.hpp"
+#include "plan/plan_writer.hpp"
 
 namespace blink::plan {
 namespace {
@@ -131,36 +132,6 @@ std::vector<Ring> findRings(const topo::Topology& topology) {
 
 namespace {
 
-class RingBuilder {
- public:
-  RingBuilder(Plan& plan) : plan_(plan) {}
-
-  int route(const std::vector<topo::Vertex>& r) {
-    auto [it, inserted] = index_.emplace(r, static_cast<int>(plan_.routes.size()));
-    if (inserted) plan_.routes.push_back(r);
-    return it->second;
-  }
-
-  // Appends a step, chained after the previous one of its kind on (rank, peer, channel).
-  int add(int rank, Step step) {
-    auto key = std::make_tuple(rank, step.peer, step.channel, step.kind == StepKind::Send);
-    if (auto it = last_.find(key); it != last_.end()) step.deps.push_back(it->second);
-    std::sort(step.deps.begin(), step.deps.end());
-    step.deps.erase(std::unique(step.deps.begin(), step.deps.end()), step.deps.end());
-    std::erase(step.deps, -1);
-    auto& steps = plan_.ranks[rank].steps;
-    steps.push_back(std::move(step));
-    int index = static_cast<int>(steps.size()) - 1;
-    last_[key] = index;
-    return index;
-  }
-
- private:
-  Plan& plan_;
-  std::map<std::vector<topo::Vertex>, int> index_;
-  std::map<std::tuple<int, int, int, bool>, int> last_;
-};
-
 using Range = std::pair<std::uint64_t, std::uint64_t>;
 
 // Splits a range into `parts` near-equal pieces of whole elements.
@@ -180,19 +151,9 @@ std::vector<Range> evenSplit(Range r, int parts, std::uint64_t es) {
 
 Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
               int root_rank, const LowerOptions& options) {
-  Plan plan;
-  plan.collective = collective;
-  plan.algorithm = "ring";
-  plan.topology = topology.name();
-  plan.bytes = bytes;
-  plan.element_size = options.element_size;
-  for (topo::Vertex g : topology.gpus()) plan.rank_gpu.push_back(topology.device(g).gpu_index);
-  plan.num_ranks = static_cast<int>(plan.rank_gpu.size());
-  plan.ranks.resize(plan.num_ranks);
+  Plan plan = emptyPlan(collective, "ring", topology, bytes, options.element_size);
   const int n = plan.num_ranks;
   const std::uint64_t es = static_cast<std::uint64_t>(options.element_size);
-  if (bytes % es != 0)
-    throw Error(blinkInvalidArgument, "the buffer is not a whole number of elements");
   const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
   if (rooted && (root_rank < 0 || root_rank >= n)) {
     throw Error(blinkInvalidArgument,
@@ -203,7 +164,7 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
   std::vector<Ring> rings = findRings(topology);
   plan.notes.push_back(std::to_string(rings.size()) +
                        (rings.front().nvlink ? " NVLink" : " fallback") + " ring(s)");
-  RingBuilder b(plan);
+  PlanWriter b(plan);
   const std::uint64_t chunk = options.chunk_bytes > 0 ? std::max(options.chunk_bytes / es * es, es)
                                                       : std::uint64_t{1} << 20;
   plan.chunk_bytes = chunk;

@@ -6,6 +6,7 @@
 
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "plan/plan_writer.hpp"
 
 namespace blink::plan {
 namespace {
@@ -29,7 +30,7 @@ struct LoweredTree {
 class Builder {
  public:
   Builder(Plan& plan, const topo::Topology& topology, const LowerOptions& options)
-      : plan_(plan), topology_(topology), options_(options) {
+      : plan_(plan), topology_(topology), options_(options), writer_(plan) {
     rank_of_gpu_ = ranksOfGpus(topology);
     plan_.ranks.resize(plan_.num_ranks);
   }
@@ -106,13 +107,13 @@ class Builder {
         }
         int send =
             add(m.from, {StepKind::Send, m.to, channel, cs[j].first, cs[j].second, 0, m.route, {}},
-                send_deps, {m.to, channel, true});
+                send_deps);
         (void)send;
         std::vector<int> recv_deps;
         if (must_finish != nullptr) addIf(recv_deps, (*must_finish)[j], m.to);
         delivered[j][m.to] =
             add(m.to, {StepKind::Recv, m.from, channel, cs[j].first, cs[j].second, 0, -1, {}},
-                recv_deps, {m.from, channel, false});
+                recv_deps);
       }
     }
     return delivered;
@@ -144,12 +145,12 @@ class Builder {
                                  0,
                                  reverseRoute(m.route),
                                  {}},
-                                send_deps, {m.from, channel, true});
+                                send_deps);
         std::vector<int> reduce_deps;
         addIf(reduce_deps, last_reduce, m.from);  // one reduction into a range at a time
         last_reduce[m.from] =
             add(m.from, {StepKind::RecvReduce, m.to, channel, cs[j].first, cs[j].second, 0, -1, {}},
-                reduce_deps, {m.to, channel, false});
+                reduce_deps);
       }
       if (auto r = last_reduce.find(t.root); r != last_reduce.end())
         out.complete[j][t.root] = r->second;
@@ -167,12 +168,6 @@ class Builder {
   }
 
  private:
-  struct Ordering {
-    int peer;
-    int channel;
-    bool send;
-  };
-
   std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
 
   bool isGpu(topo::Vertex v) const { return topology_.device(v).kind == topo::DeviceKind::Gpu; }
@@ -189,11 +184,7 @@ class Builder {
     return us * 1e-6;
   }
 
-  int addRoute(const std::vector<topo::Vertex>& route) {
-    auto [it, inserted] = route_index_.emplace(route, static_cast<int>(plan_.routes.size()));
-    if (inserted) plan_.routes.push_back(route);
-    return it->second;
-  }
+  int addRoute(const std::vector<topo::Vertex>& route) { return writer_.route(route); }
 
   int reverseRoute(int route) {
     std::vector<topo::Vertex> r = plan_.routes[route];
@@ -206,46 +197,22 @@ class Builder {
       deps.push_back(it->second);
   }
 
-  // Appends a step; chains it after the previous step of the same kind between
-  // the same pair on the same channel, so messages stay in order.
-  int add(int rank, Step step, std::vector<int> deps, Ordering order) {
-    auto key = std::make_tuple(rank, order.peer, order.channel, order.send);
-    if (auto it = last_on_channel_.find(key); it != last_on_channel_.end()) {
-      deps.push_back(it->second);
-    }
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  int add(int rank, Step step, std::vector<int> deps) {
     step.deps = std::move(deps);
-    auto& steps = plan_.ranks[rank].steps;
-    steps.push_back(std::move(step));
-    int index = static_cast<int>(steps.size()) - 1;
-    last_on_channel_[key] = index;
-    return index;
+    return writer_.add(rank, std::move(step));
   }
 
   Plan& plan_;
   const topo::Topology& topology_;
   const LowerOptions& options_;
   std::vector<int> rank_of_gpu_;
-  std::map<std::vector<topo::Vertex>, int> route_index_;
-  std::map<std::tuple<int, int, int, bool>, int> last_on_channel_;
+  PlanWriter writer_;
 };
 
 Plan header(Collective c, const treegen::TreeSet& trees, const topo::Topology& topology,
             std::uint64_t bytes, const LowerOptions& options) {
-  if (options.element_size < 1) throw Error(blinkInvalidArgument, "element size must be >= 1");
-  if (bytes % static_cast<std::uint64_t>(options.element_size) != 0) {
-    throw Error(blinkInvalidArgument, "the buffer is not a whole number of elements");
-  }
-  Plan plan;
-  plan.collective = c;
-  plan.algorithm = "blink-trees";
-  plan.topology = topology.name();
-  plan.bytes = bytes;
-  plan.element_size = options.element_size;
+  Plan plan = emptyPlan(c, "blink-trees", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
-  for (topo::Vertex g : topology.gpus()) plan.rank_gpu.push_back(topology.device(g).gpu_index);
-  plan.num_ranks = static_cast<int>(plan.rank_gpu.size());
   if (plan.num_ranks == 0) throw Error(blinkInvalidArgument, "the topology has no GPUs");
   plan.notes.push_back(trees.method + " trees: " + std::to_string(trees.trees.size()) + ", " +
                        std::to_string(trees.rate_gbps) + " of " + std::to_string(trees.bound_gbps) +

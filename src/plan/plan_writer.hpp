@@ -1,0 +1,38 @@
+// What every plan builder (tree lowering, the baselines) does the same way: start
+// an empty plan for a topology, intern routes, and append steps so that steps of
+// one kind between the same pair on the same channel stay in list order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "plan/plan.hpp"
+
+namespace blink::plan {
+
+// A plan with its header filled in and one empty program per GPU of `topology`.
+// Throws blinkInvalidArgument when bytes is not a whole number of elements.
+Plan emptyPlan(Collective collective, const std::string& algorithm, const topo::Topology& topology,
+               std::uint64_t bytes, int element_size);
+
+class PlanWriter {
+ public:
+  explicit PlanWriter(Plan& plan) : plan_(plan) {}
+
+  // The index of `route` in plan.routes, adding it the first time.
+  int route(const std::vector<topo::Vertex>& route);
+
+  // Appends `step` to `rank`'s list and returns its index. Its deps gain the
+  // previous step of the same kind (send or receive) between the same pair on the
+  // same channel, so messages keep their order; -1 entries are dropped.
+  int add(int rank, Step step);
+
+ private:
+  Plan& plan_;
+  std::map<std::vector<topo::Vertex>, int> route_index_;
+  std::map<std::tuple<int, int, int, bool>, int> last_on_channel_;
+};
+
+}  // namespace blink::plan
