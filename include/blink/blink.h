@@ -9,6 +9,7 @@
 #ifndef BLINK_BLINK_H
 #define BLINK_BLINK_H
 
+#include <mpi.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -71,6 +72,56 @@ const char* blinkGetErrorString(blinkResult_t result);
 
 /* The message of the last failing Blink call on this thread ("" if none). */
 const char* blinkGetLastError(void);
+
+/* ---- Communicators ----------------------------------------------------------
+ *
+ * A communicator spans the ranks of an MPI communicator. It is created
+ * collectively (every rank of mpi_comm calls blinkCommInitFromMPI), agrees on the
+ * topology (discovered, or BLINK_TOPO / BLINK_TOPO_GPUS) and, for each collective
+ * and size, on one plan, whose hash is checked across ranks. Blink duplicates
+ * mpi_comm for its own traffic, so the caller may keep using it.
+ *
+ * Threads: one communicator must not be used by two threads at once; different
+ * communicators may be used concurrently from different threads (MPI must then be
+ * initialised with MPI_THREAD_MULTIPLE). */
+typedef struct blinkComm* blinkComm_t;
+
+blinkResult_t blinkCommInitFromMPI(blinkComm_t* comm, MPI_Comm mpi_comm);
+/* Collective over the communicator's ranks. Using comm afterwards returns
+ * blinkInvalidUsage. */
+blinkResult_t blinkCommDestroy(blinkComm_t comm);
+blinkResult_t blinkCommCount(blinkComm_t comm, int* count);
+blinkResult_t blinkCommUserRank(blinkComm_t comm, int* rank);
+
+/* The topology, rank layout, trees and every plan chosen so far, as text. Writes at
+ * most `capacity` bytes (NUL-terminated) to `text` and sets *length to the full
+ * length without the NUL; text may be NULL with capacity 0 to ask for the length. */
+blinkResult_t blinkCommExplain(blinkComm_t comm, char* text, size_t capacity, size_t* length);
+
+/* ---- Collectives ------------------------------------------------------------
+ *
+ * Host buffers. Counts are elements. Every rank passes the same count, datatype,
+ * op and root. In-place, as in NCCL: AllReduce/Broadcast/Reduce with
+ * sendbuff == recvbuff; AllGather with sendbuff == recvbuff + rank * count;
+ * ReduceScatter with recvbuff == sendbuff + rank * recvcount. A buffer may be NULL
+ * only when the count is 0 (Broadcast: sendbuff is read on the root only; Reduce:
+ * recvbuff is written on the root only). */
+blinkResult_t blinkAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                             blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm);
+blinkResult_t blinkBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                             blinkDataType_t datatype, int root, blinkComm_t comm);
+blinkResult_t blinkReduce(const void* sendbuff, void* recvbuff, size_t count,
+                          blinkDataType_t datatype, blinkRedOp_t op, int root, blinkComm_t comm);
+/* recvbuff holds nranks * sendcount elements, rank r's contribution at r * sendcount. */
+blinkResult_t blinkAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                             blinkDataType_t datatype, blinkComm_t comm);
+/* sendbuff holds nranks * recvcount elements; rank r receives the reduction of
+ * every rank's block r. */
+blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                 blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm);
+
+/* Size in bytes of one element of `datatype` (0 for an unknown type). */
+size_t blinkDataTypeSize(blinkDataType_t datatype);
 
 #ifdef __cplusplus
 } /* extern "C" */

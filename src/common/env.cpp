@@ -78,6 +78,17 @@ const std::vector<Variable>& registry() {
       {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
        "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
        "pipeline time under the alpha-beta model."},
+      {"BLINK_TIMEOUT_S", Kind::Integer, "1..86400", "300",
+       "Longest wait, in seconds, for a peer that makes no progress before a collective fails "
+       "with blinkTimeout naming the peer (never a silent hang)."},
+      {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
+       "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
+       "untouched."},
+      {"BLINK_MPI_MIN_BYTES", Kind::Text, "BYTES or NAME=BYTES,...",
+       "allreduce=4096,bcast=4096,reduce=4096,allgather=4096,reduce_scatter_block=4096",
+       "libblink_mpi.so only: smaller calls go to the MPI library. One number for every "
+       "collective, or per collective: `allreduce`, `bcast`, `reduce`, `allgather`, "
+       "`reduce_scatter_block` (bytes of one rank's buffer; unnamed ones keep their default)."},
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
        "emulate several nodes on one machine."},

@@ -20,6 +20,14 @@ class Error : public std::runtime_error {
   blinkResult_t status_;
 };
 
+// A failure that every rank of a communicator raised together, before any data
+// of the call moved (plan building, stream set-up). The caller may recover, e.g.
+// the interposer hands the call to the MPI library on every rank alike.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Remembers `message` as this thread's last error and returns `status`.
 blinkResult_t setLastError(blinkResult_t status, const std::string& message);
 

@@ -52,8 +52,20 @@ Level threshold() {
 void setThreshold(Level level) {
   thresholdStorage().store(static_cast<int>(level));
 }
+namespace {
+thread_local bool quiet_info = false;
+}
+
 bool enabled(Level level) {
+  if (quiet_info && level >= Level::Info) return false;
   return level != Level::None && level <= threshold();
+}
+
+QuietInfo::QuietInfo(bool quiet) : previous_(quiet_info) {
+  quiet_info = quiet_info || quiet;
+}
+QuietInfo::~QuietInfo() {
+  quiet_info = previous_;
 }
 void setRankLabel(int rank) {
   rankLabel.store(rank);

@@ -21,6 +21,19 @@ void write(Level level, const std::string& message);
 // Lets callers label lines with their MPI rank once it is known.
 void setRankLabel(int rank);
 
+// While alive (and `quiet`), INFO and TRACE lines of this thread are dropped:
+// decisions every rank makes identically are reported by one rank, not by all.
+class QuietInfo {
+ public:
+  explicit QuietInfo(bool quiet);
+  ~QuietInfo();
+  QuietInfo(const QuietInfo&) = delete;
+  QuietInfo& operator=(const QuietInfo&) = delete;
+
+ private:
+  bool previous_;
+};
+
 }  // namespace blink::log
 
 #define BLINK_LOG(LEVEL, STREAM_EXPR)                                           \

@@ -1,0 +1,56 @@
+#include "runtime/backoff.hpp"
+
+#include <sched.h>
+
+#include <thread>
+
+namespace blink::runtime {
+namespace {
+
+// Spins cover a peer that is running on another core right now; yields cover a
+// peer that needs our core; naps stop a long wait from burning a core that an
+// oversubscribed job's other ranks need.
+constexpr unsigned kSpinRounds = 64;
+constexpr unsigned kYieldRounds = 2000;
+constexpr auto kNap = std::chrono::microseconds(50);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+Backoff::Backoff(double timeout_seconds)
+    : timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(timeout_seconds))),
+      last_progress_(Clock::now()) {}
+
+void Backoff::progressed() {
+  idle_rounds_ = 0;
+  last_progress_ = Clock::now();
+}
+
+bool Backoff::idle() {
+  ++idle_rounds_;
+  if (idle_rounds_ <= kSpinRounds) {
+    for (int i = 0; i < 16; ++i) cpuRelax();
+    return true;
+  }
+  if (idle_rounds_ <= kSpinRounds + kYieldRounds) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(kNap);
+  }
+  // The clock is read only off the spinning path.
+  return Clock::now() - last_progress_ < timeout_;
+}
+
+double Backoff::secondsSinceProgress() const {
+  return std::chrono::duration<double>(Clock::now() - last_progress_).count();
+}
+
+}  // namespace blink::runtime

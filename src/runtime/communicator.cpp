@@ -1,0 +1,371 @@
+#include "runtime/communicator.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "plan/planner.hpp"
+#include "runtime/reduce_cpu.hpp"
+#include "topology/cuda_probe.hpp"
+#include "topology/topology_text.hpp"
+#include "transport/pmpi/pmpi_transport.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace blink::runtime {
+namespace {
+
+// Enough for every size a training loop or benchmark sweep uses; the oldest plan
+// goes first (every rank makes the same calls, so every rank evicts the same one).
+constexpr std::size_t kMaxCachedPlans = 64;
+
+void checkMpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) throw Error(blinkSystemError, std::string(what) + " failed");
+}
+
+// Collective: if any rank failed, every rank throws (the failing ones their own
+// error, the others a pointer to it), so no rank walks on into a collective alone.
+void agree(MPI_Comm comm, const Error* failure, const std::string& stage) {
+  int ok = failure == nullptr ? 1 : 0, all_ok = 0;
+  checkMpi(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
+  if (all_ok == 0) {
+    throw CollectiveError(blinkInvalidUsage,
+                          stage + " failed on another rank (see its error message)");
+  }
+}
+
+std::uint64_t checkedBytes(std::size_t count, std::size_t element, std::size_t factor = 1) {
+  const std::size_t limit = std::numeric_limits<std::uint64_t>::max() / element / factor;
+  if (count > limit) throw Error(blinkInvalidArgument, "count is too large");
+  return static_cast<std::uint64_t>(count) * element * factor;
+}
+
+void needBuffer(const void* p, std::uint64_t bytes, const char* which) {
+  if (p == nullptr && bytes > 0) {
+    throw Error(blinkInvalidArgument, std::string(which) + " is NULL with a count > 0");
+  }
+}
+
+void copyIfDistinct(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm) {
+  int is_inter = 0;
+  checkMpi(PMPI_Comm_test_inter(comm, &is_inter), "MPI_Comm_test_inter");
+  if (is_inter) throw Error(blinkUnsupported, "Blink communicators need an intra-communicator");
+  checkMpi(PMPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  try {
+    layout_ = computeRankLayout(comm_, localNodeName());
+    {
+      std::unique_ptr<Error> failure;
+      try {
+        job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
+        timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
+      } catch (const Error& e) {
+        failure = std::make_unique<Error>(e);
+      }
+      agree(comm_, failure.get(), "loading the topology");
+    }
+    for (int r = 0; r < layout_.size; ++r) {
+      identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
+    }
+    // GPU binding: local rank i uses GPU i modulo the GPUs this process sees. The
+    // runtime moves host buffers only so far; the binding is recorded and reported.
+    const topo::CudaProbe cuda = topo::probeCuda();
+    if (!cuda.devices.empty()) {
+      bound_gpu_ = layout_.local_rank % static_cast<int>(cuda.devices.size());
+      gpu_note_ = "GPU " + std::to_string(bound_gpu_) + " (" +
+                  cuda.devices[static_cast<std::size_t>(bound_gpu_)].name +
+                  "), host buffers only so far";
+    } else {
+      gpu_note_ =
+          "no GPU (" + (cuda.why_none.empty() ? std::string("none found") : cuda.why_none) + ")";
+    }
+    checkMpi(PMPI_Comm_split(comm_, layout_.node, layout_.rank, &node_comm_), "MPI_Comm_split");
+    std::vector<int> node_rank_of(static_cast<std::size_t>(layout_.size), -1);
+    for (int r = 0; r < layout_.size; ++r) {
+      if (layout_.node_of_rank[static_cast<std::size_t>(r)] == layout_.node) {
+        node_rank_of[static_cast<std::size_t>(r)] =
+            layout_.local_rank_of_rank[static_cast<std::size_t>(r)];
+      }
+    }
+    shm_ = std::make_unique<transport::ShmTransport>(node_comm_, std::move(node_rank_of),
+                                                     layout_.rank);
+    pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);
+    if (layout_.rank == 0) {
+      BLINK_LOG(Info,
+                "communicator of "
+                    << layout_.size << " ranks on " << layout_.num_nodes << " node(s); topology "
+                    << job_.topology.name() << " from " << job_.source
+                    << "; shared memory within nodes, PMPI between them; rank 0: " << gpu_note_);
+    }
+  } catch (...) {
+    shm_.reset();
+    pmpi_.reset();
+    if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
+    PMPI_Comm_free(&comm_);
+    throw;
+  }
+}
+
+Communicator::~Communicator() {
+  shm_.reset();
+  pmpi_.reset();
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized) return;  // MPI has already released every communicator
+  if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
+  if (comm_ != MPI_COMM_NULL) PMPI_Comm_free(&comm_);
+}
+
+std::byte* Communicator::scratch(std::size_t bytes) {
+  // Kept between calls: fresh pages cost a fault each, which on some machines
+  // is slower than the collective itself.
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+void Communicator::checkRoot(int root) const {
+  if (root < 0 || root >= layout_.size) {
+    throw Error(blinkInvalidArgument, "root " + std::to_string(root) + " is not a rank of this " +
+                                          std::to_string(layout_.size) + "-rank communicator");
+  }
+}
+
+Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_t bytes,
+                                                int element_size, int root_plan) {
+  const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan};
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    lru_.remove(key);
+    lru_.push_front(key);
+    return it->second;
+  }
+  CachedPlan cp;
+  std::unique_ptr<Error> failure;
+  try {
+    const log::QuietInfo quiet(layout_.rank != 0);  // every rank decides the same
+    plan::PlannerOptions options;
+    options.lower = plan::lowerOptionsFromEnvironment();
+    options.lower.element_size = element_size;
+    plan::Choice choice = plan::choosePlan(c, job_.topology, bytes, root_plan, options);
+    cp.plan = std::move(choice.plan);
+    cp.why = choice.why;
+    const int me = job_.plan_rank_of[static_cast<std::size_t>(layout_.rank)];
+    cp.program = compileProgram(cp.plan, me, [this](int plan_rank) {
+      const int peer = job_.comm_rank_of[static_cast<std::size_t>(plan_rank)];
+      const bool local = layout_.node_of_rank[static_cast<std::size_t>(peer)] == layout_.node;
+      return PeerRoute{peer, local ? shm_.get() : pmpi_.get()};
+    });
+    cp.program.comm_rank = layout_.rank;
+  } catch (const Error& e) {
+    failure = std::make_unique<Error>(e);
+  }
+  // One reduction tells every rank whether all built a plan and whether the plans agree.
+  const std::uint64_t hash = failure ? 0 : cp.plan.hash();
+  std::uint64_t mine[3] = {failure ? 1u : 0u, hash, ~hash}, all[3] = {0, 0, 0};
+  checkMpi(PMPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+  if (failure) throw CollectiveError(failure->status(), failure->what());
+  if (all[0] != 0)
+    throw CollectiveError(blinkInvalidUsage, "building the plan failed on another rank");
+  if (all[1] != hash || all[2] != ~hash) {
+    throw CollectiveError(blinkInvalidUsage,
+                          "the ranks built different plans for " + plan::toString(c) + " of " +
+                              std::to_string(bytes) +
+                              " bytes: every rank must see the same BLINK_* settings and topology");
+  }
+  {
+    StreamNeeds local = streamNeeds(cp.program, shm_.get());
+    std::unique_ptr<Error> stream_failure;
+    try {
+      shm_->ensureStreams(local.sends, local.recvs);
+      StreamNeeds remote = streamNeeds(cp.program, pmpi_.get());
+      pmpi_->ensureStreams(remote.sends, remote.recvs);
+    } catch (const Error& e) {
+      stream_failure = std::make_unique<Error>(e);
+    }
+    agree(comm_, stream_failure.get(), "setting up the streams");
+  }
+  ++plans_built_;
+  if (layout_.rank == 0) {
+    for (const auto& note : cp.plan.notes) BLINK_LOG(Info, "plan: " << note);
+  }
+  lru_.push_front(key);
+  if (lru_.size() > kMaxCachedPlans) {
+    cache_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return cache_.emplace(key, std::move(cp)).first->second;
+}
+
+void Communicator::runPlan(plan::Collective c, std::byte* work, const void* input,
+                           std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
+                           int root_plan) {
+  const auto element = static_cast<int>(elementSize(type));
+  CachedPlan& cp = planFor(c, bytes, element, root_plan);
+  const auto* in = static_cast<const std::byte*>(input);
+  if (in == work) in = nullptr;
+  if (in != nullptr && !cp.program.input_capable) {
+    std::memcpy(work, in, bytes);
+    in = nullptr;
+  }
+  const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;
+  const std::size_t es = static_cast<std::size_t>(element);
+  Combine combine = [type, combine_op, es](std::byte* inout, const std::byte* incoming,
+                                           std::size_t n) {
+    reduceInto(inout, incoming, n / es, type, combine_op);
+  };
+  RunOptions options;
+  options.timeout_seconds = timeout_s_;
+  options.what = plan::toString(c) + " of " + std::to_string(bytes) + " bytes";
+  execute(cp.program, work, in, combine, options);
+}
+
+void Communicator::allReduce(const void* send, void* recv, std::size_t count, blinkDataType_t type,
+                             blinkRedOp_t op) {
+  checkReduction(type, op);
+  const std::uint64_t bytes = checkedBytes(count, elementSize(type));
+  needBuffer(send, bytes, "sendbuff");
+  needBuffer(recv, bytes, "recvbuff");
+  if (bytes == 0) return;
+  if (size() > 1) {
+    runPlan(plan::Collective::AllReduce, static_cast<std::byte*>(recv), send, bytes, type, op, 0);
+  } else {
+    copyIfDistinct(recv, send, bytes);
+  }
+  if (op == blinkAvg) divideBy(recv, count, type, size());
+}
+
+void Communicator::broadcast(const void* send, void* recv, std::size_t count, blinkDataType_t type,
+                             int root) {
+  checkRoot(root);
+  const std::uint64_t bytes = checkedBytes(count, elementSize(type));
+  if (rank() == root) needBuffer(send, bytes, "sendbuff");
+  needBuffer(recv, bytes, "recvbuff");
+  if (bytes == 0) return;
+  if (size() > 1) {
+    runPlan(plan::Collective::Broadcast, static_cast<std::byte*>(recv),
+            rank() == root ? send : nullptr, bytes, type, blinkSum,
+            job_.plan_rank_of[static_cast<std::size_t>(root)]);
+  } else {
+    copyIfDistinct(recv, send, bytes);
+  }
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, blinkDataType_t type,
+                          blinkRedOp_t op, int root) {
+  checkReduction(type, op);
+  checkRoot(root);
+  const std::uint64_t bytes = checkedBytes(count, elementSize(type));
+  needBuffer(send, bytes, "sendbuff");
+  if (rank() == root) needBuffer(recv, bytes, "recvbuff");
+  if (bytes == 0) return;
+  std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : scratch(bytes);
+  if (size() > 1) {
+    runPlan(plan::Collective::Reduce, work, send, bytes, type, op,
+            job_.plan_rank_of[static_cast<std::size_t>(root)]);
+  } else {
+    copyIfDistinct(work, send, bytes);
+  }
+  if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
+}
+
+void Communicator::allGather(const void* send, void* recv, std::size_t send_count,
+                             blinkDataType_t type) {
+  const std::uint64_t block = checkedBytes(send_count, elementSize(type));
+  const std::uint64_t bytes =
+      checkedBytes(send_count, elementSize(type), static_cast<std::size_t>(size()));
+  needBuffer(send, block, "sendbuff");
+  needBuffer(recv, bytes, "recvbuff");
+  if (bytes == 0) return;
+  auto* out = static_cast<std::byte*>(recv);
+  const auto me = static_cast<std::size_t>(rank());
+  if (identity_ranks_ || size() == 1) {
+    copyIfDistinct(out + me * block, send, block);
+    if (size() > 1) runPlan(plan::Collective::AllGather, out, nullptr, bytes, type, blinkSum, -1);
+    return;
+  }
+  // Plan rank p's segment is the block of communicator rank comm_rank_of[p].
+  std::byte* work = scratch(bytes);
+  const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
+  std::memcpy(work + mine * block, send, block);
+  runPlan(plan::Collective::AllGather, work, nullptr, bytes, type, blinkSum, -1);
+  for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
+    std::memcpy(out + static_cast<std::size_t>(job_.comm_rank_of[p]) * block, work + p * block,
+                block);
+  }
+}
+
+void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_count,
+                                 blinkDataType_t type, blinkRedOp_t op) {
+  checkReduction(type, op);
+  const std::uint64_t block = checkedBytes(recv_count, elementSize(type));
+  const std::uint64_t bytes =
+      checkedBytes(recv_count, elementSize(type), static_cast<std::size_t>(size()));
+  needBuffer(send, bytes, "sendbuff");
+  needBuffer(recv, block, "recvbuff");
+  if (bytes == 0) return;
+  const auto me = static_cast<std::size_t>(rank());
+  const auto* in = static_cast<const std::byte*>(send);
+  if (size() == 1) {
+    copyIfDistinct(recv, send, block);
+  } else {
+    // The plan reduces in place, so it works on scratch: the send buffer stays intact.
+    std::byte* work = scratch(bytes);
+    if (identity_ranks_) {
+      runPlan(plan::Collective::ReduceScatter, work, send, bytes, type, op, -1);
+    } else {
+      for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
+        std::memcpy(work + p * block, in + static_cast<std::size_t>(job_.comm_rank_of[p]) * block,
+                    block);
+      }
+      runPlan(plan::Collective::ReduceScatter, work, nullptr, bytes, type, op, -1);
+    }
+    const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
+    std::memmove(recv, work + mine * block, block);
+  }
+  if (op == blinkAvg) divideBy(recv, recv_count, type, size());
+}
+
+std::string Communicator::explain() const {
+  std::ostringstream out;
+  out << "Blink communicator: rank " << layout_.rank << " of " << layout_.size << ", "
+      << layout_.num_nodes << " node(s)\n";
+  for (int n = 0; n < layout_.num_nodes; ++n) {
+    out << "  node " << n << " (" << layout_.node_names[static_cast<std::size_t>(n)] << "): ranks";
+    for (int r = 0; r < layout_.size; ++r) {
+      if (layout_.node_of_rank[static_cast<std::size_t>(r)] == n) out << ' ' << r;
+    }
+    out << '\n';
+  }
+  out << "Topology: " << job_.source << "\n" << topo::describeTopology(job_.topology);
+  out << "Rank -> GPU of the topology:";
+  for (int r = 0; r < layout_.size; ++r) {
+    const int p = job_.plan_rank_of[static_cast<std::size_t>(r)];
+    out << ' ' << r << "->"
+        << job_.topology.device(job_.topology.gpus()[static_cast<std::size_t>(p)]).id;
+  }
+  out << "\nThis rank's device: " << gpu_note_;
+  out << "\nTransports: shared memory within a node, PMPI point-to-point between nodes\n";
+  out << "Plans cached: " << cache_.size() << " (built so far: " << plans_built_ << ")\n";
+  for (const PlanKey& key : lru_) {
+    const CachedPlan& cp = cache_.at(key);
+    out << "- " << plan::toString(cp.plan.collective) << ", " << cp.plan.bytes << " bytes, element "
+        << cp.plan.element_size << " bytes";
+    if (cp.plan.root >= 0)
+      out << ", root rank " << job_.comm_rank_of[static_cast<std::size_t>(cp.plan.root)];
+    out << ": " << cp.plan.algorithm << ", chunk " << cp.plan.chunk_bytes << " bytes, "
+        << cp.program.steps.size() << " steps on this rank, hash " << std::hex << cp.plan.hash()
+        << std::dec << "\n";
+    for (const auto& note : cp.plan.notes) out << "    " << note << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace blink::runtime

@@ -1,0 +1,74 @@
+// The one small interface between the Executor and the ways bytes move between
+// ranks. A stream carries the messages of one (peer, channel) in one direction, in
+// order; the Executor drives it without blocking (push/pull take what is possible
+// now and return), so one thread can keep every tree and link busy at once.
+// Transports know nothing of trees or plans.
+#pragma once
+
+#include <compare>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace blink::runtime {
+
+// Called for each piece of a message as it arrives: (offset within the message,
+// the piece, its length). Pieces arrive in order and are valid only during the call.
+// A non-owning reference to a callable (it lives for the pull() call that gets it):
+// the executor polls streams in a tight loop and must not allocate there.
+class PieceSink {
+ public:
+  template <typename F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, PieceSink>)
+      PieceSink(F&& f)  // NOLINT(google-explicit-constructor): built at the call site
+      : object_(static_cast<void*>(&f)),
+        call_([](void* o, std::size_t at, const std::byte* piece, std::size_t n) {
+          (*static_cast<std::remove_reference_t<F>*>(o))(at, piece, n);
+        }) {}
+  void operator()(std::size_t at, const std::byte* piece, std::size_t n) const {
+    call_(object_, at, piece, n);
+  }
+
+ private:
+  void* object_;
+  void (*call_)(void*, std::size_t, const std::byte*, std::size_t);
+};
+
+class SendStream {
+ public:
+  virtual ~SendStream() = default;
+  // Pushes what the stream can take now of the message [data, data + bytes),
+  // continuing at `sent` (updated). True once all of it is pushed: from then on the
+  // source range may be overwritten. A message of 0 bytes is complete at once.
+  virtual bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) = 0;
+};
+
+class RecvStream {
+ public:
+  virtual ~RecvStream() = default;
+  // Hands what has arrived of the current message of `bytes` bytes to `sink`,
+  // continuing at `received` (updated). True once the whole message is delivered.
+  virtual bool pull(std::size_t bytes, std::size_t& received, const PieceSink& sink) = 0;
+};
+
+// A stream's identity: the peer (a rank of the Blink communicator) and the channel.
+struct StreamKey {
+  int peer = -1;
+  int channel = 0;
+  auto operator<=>(const StreamKey&) const = default;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string name() const = 0;
+  // Collective over every rank this transport connects (each passes its own keys):
+  // makes streams for these keys ready; streams made before are kept.
+  virtual void ensureStreams(const std::vector<StreamKey>& sends,
+                             const std::vector<StreamKey>& recvs) = 0;
+  virtual SendStream& sendStream(StreamKey key) = 0;
+  virtual RecvStream& recvStream(StreamKey key) = 0;
+};
+
+}  // namespace blink::runtime

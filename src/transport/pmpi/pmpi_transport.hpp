@@ -1,0 +1,37 @@
+// Point-to-point over PMPI for ranks on different nodes, until the UCX transport
+// exists. Each (peer, channel) is an MPI tag on Blink's own duplicate of the user's
+// communicator, so MPI's ordered matching keeps the plan's message order.
+#pragma once
+
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/transport.hpp"
+
+namespace blink::transport {
+
+class PmpiTransport final : public runtime::Transport {
+ public:
+  explicit PmpiTransport(MPI_Comm comm);  // not owned
+  ~PmpiTransport() override;
+  PmpiTransport(const PmpiTransport&) = delete;
+  PmpiTransport& operator=(const PmpiTransport&) = delete;
+
+  std::string name() const override { return "pmpi"; }
+  void ensureStreams(const std::vector<runtime::StreamKey>& sends,
+                     const std::vector<runtime::StreamKey>& recvs) override;
+  runtime::SendStream& sendStream(runtime::StreamKey key) override;
+  runtime::RecvStream& recvStream(runtime::StreamKey key) override;
+
+ private:
+  MPI_Comm comm_;
+  int tag_ub_ = 32767;
+  std::map<runtime::StreamKey, std::unique_ptr<runtime::SendStream>> sends_;
+  std::map<runtime::StreamKey, std::unique_ptr<runtime::RecvStream>> recvs_;
+};
+
+}  // namespace blink::transport

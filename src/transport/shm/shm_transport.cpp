@@ -1,0 +1,332 @@
+#include "transport/shm/shm_transport.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace blink::transport {
+namespace {
+
+using runtime::StreamKey;
+
+constexpr std::uint64_t kMagic = 0x424c494e4b53484dULL;  // "BLINKSHM"
+constexpr std::size_t kNameBytes = 64;
+constexpr std::size_t kPage = 4096;
+
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t fifo_count;
+  std::uint32_t slots;
+  std::uint64_t slot_bytes;
+};
+
+struct SegmentEntry {
+  std::int32_t sender;  // comm rank
+  std::int32_t channel;
+  std::uint64_t offset;  // of the FIFO's control block from the segment start
+};
+
+// The two counters sit on their own cache lines so that the producer's writes do
+// not evict the consumer's line and vice versa.
+struct alignas(64) FifoControl {
+  std::uint64_t written;
+  char pad0[56];
+  std::uint64_t consumed;
+  char pad1[56];
+};
+static_assert(sizeof(FifoControl) == 128);
+
+std::size_t roundUp(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+std::string systemError(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+void checkMpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    throw Error(blinkSystemError, std::string("shared-memory set-up: ") + what + " failed");
+  }
+}
+
+std::string randomName() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof(bytes)) {
+    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(blinkSystemError, systemError("getrandom"));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string name = "/blink-" + std::to_string(getpid()) + "-";
+  for (unsigned char b : bytes) {
+    name += hex[b >> 4];
+    name += hex[b & 15];
+  }
+  return name;
+}
+
+class Fifo {
+ public:
+  Fifo(std::byte* control, std::size_t slots, std::size_t slot_bytes)
+      : control_(reinterpret_cast<FifoControl*>(control)),
+        slots_(control + sizeof(FifoControl)),
+        count_(slots),
+        slot_bytes_(slot_bytes) {}
+
+  std::atomic_ref<std::uint64_t> written() const { return std::atomic_ref(control_->written); }
+  std::atomic_ref<std::uint64_t> consumed() const { return std::atomic_ref(control_->consumed); }
+  std::byte* slot(std::uint64_t sequence) const {
+    return slots_ + (sequence % count_) * slot_bytes_;
+  }
+  std::size_t count() const { return count_; }
+  std::size_t slotBytes() const { return slot_bytes_; }
+
+ private:
+  FifoControl* control_;
+  std::byte* slots_;
+  std::size_t count_;
+  std::size_t slot_bytes_;
+};
+
+class ShmSendStream final : public runtime::SendStream {
+ public:
+  explicit ShmSendStream(Fifo fifo) : fifo_(fifo), written_(fifo.written().load()) {}
+
+  bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
+    if (sent >= bytes) return true;
+    std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
+    while (sent < bytes && written_ - consumed < fifo_.count()) {
+      const std::size_t n = std::min(fifo_.slotBytes(), bytes - sent);
+      std::memcpy(fifo_.slot(written_), data + sent, n);
+      sent += n;
+      ++written_;
+      fifo_.written().store(written_, std::memory_order_release);
+    }
+    return sent >= bytes;
+  }
+
+ private:
+  Fifo fifo_;
+  std::uint64_t written_;
+};
+
+class ShmRecvStream final : public runtime::RecvStream {
+ public:
+  explicit ShmRecvStream(Fifo fifo) : fifo_(fifo), consumed_(fifo.consumed().load()) {}
+
+  bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
+    if (received >= bytes) return true;
+    std::uint64_t written = fifo_.written().load(std::memory_order_acquire);
+    while (received < bytes && consumed_ < written) {
+      const std::size_t n = std::min(fifo_.slotBytes(), bytes - received);
+      sink(received, fifo_.slot(consumed_), n);
+      received += n;
+      ++consumed_;
+      fifo_.consumed().store(consumed_, std::memory_order_release);
+    }
+    return received >= bytes;
+  }
+
+ private:
+  Fifo fifo_;
+  std::uint64_t consumed_;
+};
+
+}  // namespace
+
+ShmTransport::ShmTransport(MPI_Comm node_comm, std::vector<int> node_rank_of, int my_comm_rank,
+                           ShmOptions options)
+    : node_comm_(node_comm),
+      node_rank_of_(std::move(node_rank_of)),
+      my_comm_rank_(my_comm_rank),
+      options_(options) {
+  if (options_.slot_bytes == 0 || options_.slot_bytes % 64 != 0 || options_.slots == 0) {
+    throw Error(blinkInternalError, "shared memory: slots must be a positive multiple of 64 bytes");
+  }
+}
+
+ShmTransport::~ShmTransport() {
+  for (const Mapping& m : mappings_) munmap(m.base, m.size);
+}
+
+void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
+                                 const std::vector<StreamKey>& recvs) {
+  std::vector<StreamKey> new_recvs, new_sends;
+  for (const StreamKey& k : recvs) {
+    if (!recvs_.count(k) && std::find(new_recvs.begin(), new_recvs.end(), k) == new_recvs.end())
+      new_recvs.push_back(k);
+  }
+  for (const StreamKey& k : sends) {
+    if (!sends_.count(k) && std::find(new_sends.begin(), new_sends.end(), k) == new_sends.end())
+      new_sends.push_back(k);
+  }
+  int node_size = 0;
+  checkMpi(PMPI_Comm_size(node_comm_, &node_size), "MPI_Comm_size");
+
+  // 1. Each receiver with new streams creates one segment for them.
+  char my_name[kNameBytes] = {};
+  std::string failure;
+  std::string created_name;
+  Mapping created;
+  if (!new_recvs.empty()) {
+    try {
+      const std::size_t fifo_bytes =
+          roundUp(sizeof(FifoControl) + options_.slots * options_.slot_bytes, kPage);
+      const std::size_t header_bytes =
+          roundUp(sizeof(SegmentHeader) + new_recvs.size() * sizeof(SegmentEntry), kPage);
+      const std::size_t size = header_bytes + new_recvs.size() * fifo_bytes;
+      created_name = randomName();
+      int fd = shm_open(created_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) throw Error(blinkSystemError, systemError("shm_open " + created_name));
+      if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        std::string why = systemError("ftruncate of " + std::to_string(size) + " bytes");
+        close(fd);
+        shm_unlink(created_name.c_str());
+        throw Error(blinkSystemError, why);
+      }
+      // MAP_POPULATE: faulting pages in now, once, keeps the page-fault cost
+      // (tens of microseconds per page on some VMs) out of every collective.
+      void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+      close(fd);
+      if (base == MAP_FAILED) {
+        std::string why = systemError("mmap of shared memory");
+        shm_unlink(created_name.c_str());
+        throw Error(blinkSystemError, why);
+      }
+      created = {base, size};
+      auto* header = static_cast<SegmentHeader*>(base);
+      header->fifo_count = static_cast<std::uint32_t>(new_recvs.size());
+      header->slots = static_cast<std::uint32_t>(options_.slots);
+      header->slot_bytes = options_.slot_bytes;
+      auto* entries = reinterpret_cast<SegmentEntry*>(header + 1);
+      auto* bytes = static_cast<std::byte*>(base);
+      for (std::size_t i = 0; i < new_recvs.size(); ++i) {
+        const std::size_t offset = header_bytes + i * fifo_bytes;
+        entries[i] = {new_recvs[i].peer, new_recvs[i].channel, offset};
+        recvs_[new_recvs[i]] = std::make_unique<ShmRecvStream>(
+            Fifo(bytes + offset, options_.slots, options_.slot_bytes));
+      }
+      std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
+      mappings_.push_back(created);
+      bytes_owned_ += size;
+      std::memcpy(my_name, created_name.c_str(), created_name.size() + 1);
+    } catch (const Error& e) {
+      failure = e.what();
+      my_name[0] = '!';
+    }
+  }
+
+  // 2. Everyone learns every segment name; senders map the segments they write to.
+  std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
+  checkMpi(PMPI_Allgather(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(),
+                          static_cast<int>(kNameBytes), MPI_CHAR, node_comm_),
+           "MPI_Allgather");
+  bool peer_failed = false;
+  for (int r = 0; r < node_size; ++r)
+    peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
+  if (failure.empty() && !peer_failed) {
+    try {
+      std::vector<int> peers;
+      for (const StreamKey& k : new_sends) {
+        if (std::find(peers.begin(), peers.end(), k.peer) == peers.end()) peers.push_back(k.peer);
+      }
+      for (int peer : peers) {
+        const StreamKey k{peer, 0};
+        const int node_rank = node_rank_of_.at(static_cast<std::size_t>(k.peer));
+        const char* name = &names[static_cast<std::size_t>(node_rank) * kNameBytes];
+        if (name[0] == '\0') {
+          throw Error(blinkInternalError, "shared memory: rank " + std::to_string(k.peer) +
+                                              " made no new streams (plans differ?)");
+        }
+        int fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0) throw Error(blinkSystemError, systemError(std::string("shm_open ") + name));
+        struct stat st {};
+        if (fstat(fd, &st) != 0) {
+          close(fd);
+          throw Error(blinkSystemError, systemError("fstat of shared memory"));
+        }
+        const auto size = static_cast<std::size_t>(st.st_size);
+        void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        close(fd);
+        if (base == MAP_FAILED)
+          throw Error(blinkSystemError, systemError("mmap of a peer's segment"));
+        mappings_.push_back({base, size});
+        auto* header = static_cast<SegmentHeader*>(base);
+        if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
+          throw Error(blinkInternalError, "shared memory: a peer's segment is not initialised");
+        }
+        auto* entries = reinterpret_cast<SegmentEntry*>(header + 1);
+        // Every new send to this peer whose FIFO lives in this segment.
+        for (const StreamKey& s : new_sends) {
+          if (s.peer != peer || sends_.count(s)) continue;
+          for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
+            if (entries[i].sender == my_comm_rank_ && entries[i].channel == s.channel) {
+              sends_[s] = std::make_unique<ShmSendStream>(
+                  Fifo(static_cast<std::byte*>(base) + entries[i].offset, header->slots,
+                       header->slot_bytes));
+            }
+          }
+          if (!sends_.count(s)) {
+            throw Error(blinkInternalError, "shared memory: rank " + std::to_string(s.peer) +
+                                                " has no stream from this rank on channel " +
+                                                std::to_string(s.channel) + " (plans differ?)");
+          }
+        }
+      }
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+
+  // 3. Once every sender has mapped, the names are no longer needed.
+  int ok = failure.empty() ? 1 : 0, all_ok = 0;
+  checkMpi(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_), "MPI_Allreduce");
+  if (!created_name.empty()) shm_unlink(created_name.c_str());
+  if (!failure.empty()) throw Error(blinkSystemError, "shared memory: " + failure);
+  if (peer_failed || all_ok == 0) {
+    throw Error(blinkSystemError,
+                "shared memory: another rank of this node could not set up "
+                "its segment (see its error)");
+  }
+  if (!new_recvs.empty()) {
+    BLINK_LOG(Trace,
+              "shm: " << new_recvs.size() << " new receive FIFOs, " << created.size << " bytes");
+  }
+}
+
+runtime::SendStream& ShmTransport::sendStream(StreamKey key) {
+  auto it = sends_.find(key);
+  if (it == sends_.end()) {
+    throw Error(blinkInternalError, "shared memory: no send stream to rank " +
+                                        std::to_string(key.peer) + " channel " +
+                                        std::to_string(key.channel));
+  }
+  return *it->second;
+}
+
+runtime::RecvStream& ShmTransport::recvStream(StreamKey key) {
+  auto it = recvs_.find(key);
+  if (it == recvs_.end()) {
+    throw Error(blinkInternalError, "shared memory: no receive stream from rank " +
+                                        std::to_string(key.peer) + " channel " +
+                                        std::to_string(key.channel));
+  }
+  return *it->second;
+}
+
+}  // namespace blink::transport

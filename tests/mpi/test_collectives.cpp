@@ -1,0 +1,548 @@
+// Blink's collectives through the C API, checked against PMPI_* on the same inputs
+// (or, where MPI has no twin, an exact oracle): every collective, datatype and op,
+// awkward counts, in-place, roots, several communicators, the plan cache, bad
+// arguments and a peer that never arrives.
+//
+// Inputs are small integers (|x| <= 8; products over at most 8 ranks of
+// {-2,-1,1,2}), so every sum, product, min and max is exact in every floating
+// type whatever the reduction order: floating results can be compared exactly.
+// RandomFloatsWithinOrderBound checks arbitrary floats against the bound that a
+// different reduction order allows.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "blink/blink.h"
+#include "runtime/communicator.hpp"
+#include "runtime/reduce_cpu.hpp"
+
+namespace {
+
+using blink::runtime::bfloat16ToFloat;
+using blink::runtime::floatToBfloat16;
+using blink::runtime::floatToHalf;
+using blink::runtime::halfToFloat;
+
+int commRank(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int commSize(MPI_Comm c) {
+  int s = 0;
+  MPI_Comm_size(c, &s);
+  return s;
+}
+
+const blinkDataType_t kTypes[] = {blinkInt8,    blinkUint8,    blinkInt16,   blinkUint16,
+                                  blinkInt32,   blinkUint32,   blinkInt64,   blinkUint64,
+                                  blinkFloat16, blinkBfloat16, blinkFloat32, blinkFloat64};
+const blinkRedOp_t kOps[] = {blinkSum, blinkProd, blinkMin, blinkMax, blinkAvg};
+
+bool isFloat(blinkDataType_t t) {
+  return t == blinkFloat16 || t == blinkBfloat16 || t == blinkFloat32 || t == blinkFloat64;
+}
+
+// MPI's twin of a Blink type; MPI_DATATYPE_NULL for fp16/bf16.
+MPI_Datatype mpiType(blinkDataType_t t) {
+  switch (t) {
+    case blinkInt8:
+      return MPI_INT8_T;
+    case blinkUint8:
+      return MPI_UINT8_T;
+    case blinkInt16:
+      return MPI_INT16_T;
+    case blinkUint16:
+      return MPI_UINT16_T;
+    case blinkInt32:
+      return MPI_INT32_T;
+    case blinkUint32:
+      return MPI_UINT32_T;
+    case blinkInt64:
+      return MPI_INT64_T;
+    case blinkUint64:
+      return MPI_UINT64_T;
+    case blinkFloat32:
+      return MPI_FLOAT;
+    case blinkFloat64:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpiOp(blinkRedOp_t op) {
+  switch (op) {
+    case blinkSum:
+      return MPI_SUM;
+    case blinkProd:
+      return MPI_PROD;
+    case blinkMin:
+      return MPI_MIN;
+    case blinkMax:
+      return MPI_MAX;
+    default:
+      return MPI_OP_NULL;
+  }
+}
+
+// The value rank r contributes at index i, as a double (small integer).
+double inputValue(int rank, std::size_t i, blinkRedOp_t op, blinkDataType_t t) {
+  const auto h =
+      static_cast<long long>((i * 2654435761u + static_cast<std::size_t>(rank) * 97u) % 17u);
+  if (op == blinkProd) {
+    static const double f[] = {1, 2, -1, 1, -2, 1, 1};
+    double v = f[h % 7];
+    return (t == blinkUint8 || t == blinkUint16 || t == blinkUint32 || t == blinkUint64)
+               ? std::fabs(v)
+               : v;
+  }
+  double v = static_cast<double>(h) - 8.0;  // -8..8
+  if (t == blinkUint8 || t == blinkUint16 || t == blinkUint32 || t == blinkUint64) v += 8.0;
+  return v;
+}
+
+void store(std::vector<std::byte>& buf, std::size_t i, blinkDataType_t t, double v) {
+  std::byte* p = buf.data() + i * blinkDataTypeSize(t);
+  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (t) {
+    case blinkInt8:
+      put(static_cast<std::int8_t>(v));
+      break;
+    case blinkUint8:
+      put(static_cast<std::uint8_t>(v));
+      break;
+    case blinkInt16:
+      put(static_cast<std::int16_t>(v));
+      break;
+    case blinkUint16:
+      put(static_cast<std::uint16_t>(v));
+      break;
+    case blinkInt32:
+      put(static_cast<std::int32_t>(v));
+      break;
+    case blinkUint32:
+      put(static_cast<std::uint32_t>(v));
+      break;
+    case blinkInt64:
+      put(static_cast<std::int64_t>(v));
+      break;
+    case blinkUint64:
+      put(static_cast<std::uint64_t>(v));
+      break;
+    case blinkFloat16:
+      put(floatToHalf(static_cast<float>(v)));
+      break;
+    case blinkBfloat16:
+      put(floatToBfloat16(static_cast<float>(v)));
+      break;
+    case blinkFloat32:
+      put(static_cast<float>(v));
+      break;
+    case blinkFloat64:
+      put(v);
+      break;
+    default:
+      break;
+  }
+}
+
+std::vector<std::byte> inputs(int rank, std::size_t count, blinkDataType_t t, blinkRedOp_t op) {
+  std::vector<std::byte> buf(count * blinkDataTypeSize(t));
+  for (std::size_t i = 0; i < count; ++i) store(buf, i, t, inputValue(rank, i, op, t));
+  return buf;
+}
+
+// The exact result of reducing every rank's inputValue at index i (for types MPI lacks,
+// and for 8-bit sums, which Open MPI's AVX code saturates instead of wrapping).
+std::vector<std::byte> oracle(int ranks, std::size_t count, blinkDataType_t t, blinkRedOp_t op,
+                              std::size_t first = 0) {
+  std::vector<std::byte> buf(count * blinkDataTypeSize(t));
+  for (std::size_t i = 0; i < count; ++i) {
+    double acc = inputValue(0, first + i, op, t);
+    for (int r = 1; r < ranks; ++r) {
+      double v = inputValue(r, first + i, op, t);
+      switch (op) {
+        case blinkSum:
+        case blinkAvg:
+          acc += v;
+          break;
+        case blinkProd:
+          acc *= v;
+          break;
+        case blinkMin:
+          acc = std::min(acc, v);
+          break;
+        case blinkMax:
+          acc = std::max(acc, v);
+          break;
+        default:
+          break;
+      }
+    }
+    if (op == blinkAvg) {
+      // As divideBy: the exact sum, divided once in the type's own precision.
+      if (t == blinkFloat16 || t == blinkBfloat16 || t == blinkFloat32) {
+        acc = static_cast<double>(static_cast<float>(acc) / static_cast<float>(ranks));
+      } else {
+        acc /= ranks;
+      }
+    }
+    // Integers wrap as C unsigned arithmetic does.
+    if (!isFloat(t)) {
+      const auto bits = 8 * blinkDataTypeSize(t);
+      auto w = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc));
+      if (bits < 64) w &= (std::uint64_t{1} << bits) - 1;
+      std::byte* p = buf.data() + i * blinkDataTypeSize(t);
+      std::memcpy(p, &w, blinkDataTypeSize(t));  // little-endian
+      continue;
+    }
+    store(buf, i, t, acc);
+  }
+  return buf;
+}
+
+bool needsOracle(blinkDataType_t t, blinkRedOp_t op) {
+  return mpiType(t) == MPI_DATATYPE_NULL || op == blinkAvg ||
+         ((t == blinkInt8 || t == blinkUint8) && op == blinkSum);
+}
+
+std::string label(blinkDataType_t t, blinkRedOp_t op, std::size_t count) {
+  return blink::runtime::toString(t) + " " + blink::runtime::toString(op) + " count " +
+         std::to_string(count);
+}
+
+class Comm {
+ public:
+  explicit Comm(MPI_Comm mpi) : mpi_(mpi) {
+    blinkResult_t rc = blinkCommInitFromMPI(&comm_, mpi);
+    EXPECT_EQ(rc, blinkSuccess) << blinkGetLastError();
+  }
+  ~Comm() { blinkCommDestroy(comm_); }
+  blinkComm_t get() const { return comm_; }
+  MPI_Comm mpi() const { return mpi_; }
+
+ private:
+  MPI_Comm mpi_;
+  blinkComm_t comm_ = nullptr;
+};
+
+// AllReduce of (t, op, count) checked against PMPI_Allreduce or the oracle.
+void checkAllReduce(const Comm& comm, blinkDataType_t t, blinkRedOp_t op, std::size_t count,
+                    bool in_place) {
+  const int rank = commRank(comm.mpi()), n = commSize(comm.mpi());
+  std::vector<std::byte> send = inputs(rank, count, t, op);
+  std::vector<std::byte> recv(send.size(), std::byte{0x5a});
+  if (in_place) recv = send;
+  blinkResult_t rc =
+      blinkAllReduce(in_place ? recv.data() : send.data(), recv.data(), count, t, op, comm.get());
+  ASSERT_EQ(rc, blinkSuccess) << label(t, op, count) << ": " << blinkGetLastError();
+  std::vector<std::byte> expected(send.size());
+  if (needsOracle(t, op)) {
+    expected = oracle(n, count, t, op);
+  } else {
+    PMPI_Allreduce(send.data(), expected.data(), static_cast<int>(count), mpiType(t), mpiOp(op),
+                   comm.mpi());
+  }
+  ASSERT_EQ(std::memcmp(recv.data(), expected.data(), recv.size()), 0)
+      << label(t, op, count) << (in_place ? " in place" : "");
+}
+
+TEST(AllReduce, EveryTypeAndOp) {
+  Comm comm(MPI_COMM_WORLD);
+  for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1009}}) {
+    for (blinkDataType_t t : kTypes) {
+      for (blinkRedOp_t op : kOps) {
+        if (op == blinkAvg && !isFloat(t)) continue;
+        checkAllReduce(comm, t, op, count, false);
+      }
+    }
+  }
+}
+
+TEST(AllReduce, CountsThatDivideNothing) {
+  Comm comm(MPI_COMM_WORLD);
+  // A prime count not divisible by the ranks, the chunk or the FIFO slot.
+  for (blinkDataType_t t : {blinkInt32, blinkFloat64, blinkFloat16, blinkUint8}) {
+    checkAllReduce(comm, t, blinkSum, 100003, false);
+    checkAllReduce(comm, t, blinkMax, 100003, true);
+  }
+  checkAllReduce(comm, blinkFloat32, blinkSum, 0, false);
+}
+
+TEST(AllReduce, InPlace) {
+  Comm comm(MPI_COMM_WORLD);
+  for (blinkDataType_t t : kTypes) checkAllReduce(comm, t, blinkSum, 513, true);
+  checkAllReduce(comm, blinkFloat32, blinkAvg, 513, true);
+}
+
+TEST(AllReduce, SixtyFourMebibytes) {
+  Comm comm(MPI_COMM_WORLD);
+  checkAllReduce(comm, blinkFloat32, blinkSum, std::size_t{16} << 20, false);
+}
+
+TEST(AllReduce, RandomFloatsWithinOrderBound) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  const std::size_t count = 4099;
+  std::vector<float> send(count), recv(count), ref(count), abs_in(count), abs_sum(count);
+  std::srand(static_cast<unsigned>(rank) * 7919u + 1u);
+  for (std::size_t i = 0; i < count; ++i) {
+    send[i] = static_cast<float>(std::rand() % 100000) / 500.0f - 100.0f;
+    abs_in[i] = std::fabs(send[i]);
+  }
+  ASSERT_EQ(blinkAllReduce(send.data(), recv.data(), count, blinkFloat32, blinkSum, comm.get()),
+            blinkSuccess);
+  PMPI_Allreduce(send.data(), ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                 MPI_COMM_WORLD);
+  PMPI_Allreduce(abs_in.data(), abs_sum.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                 MPI_COMM_WORLD);
+  // Any two summation orders of n terms differ by at most 2 (n - 1) eps sum|x|.
+  const float eps = std::numeric_limits<float>::epsilon();
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_LE(std::fabs(recv[i] - ref[i]),
+              2.0f * static_cast<float>(n - 1) * eps * abs_sum[i] * 1.01f)
+        << "index " << i;
+  }
+  // Every rank holds the same bits.
+  std::vector<float> first(recv);
+  PMPI_Bcast(first.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  ASSERT_EQ(std::memcmp(first.data(), recv.data(), count * sizeof(float)), 0);
+}
+
+TEST(Broadcast, EveryRootAndSize) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  for (int root : {0, n - 1, n / 2}) {
+    for (blinkDataType_t t : {blinkInt8, blinkFloat16, blinkFloat64}) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{1009}, std::size_t{300007}}) {
+        std::vector<std::byte> data = inputs(root, count, t, blinkSum);
+        std::vector<std::byte> got(data.size(), std::byte{0});
+        if (rank == root) got = data;
+        ASSERT_EQ(blinkBroadcast(got.data(), got.data(), count, t, root, comm.get()), blinkSuccess)
+            << blinkGetLastError();
+        ASSERT_EQ(got, data) << "root " << root << " " << label(t, blinkSum, count);
+        // Out of place: the root's sendbuff is copied to every recvbuff.
+        std::vector<std::byte> out(data.size(), std::byte{0});
+        ASSERT_EQ(blinkBroadcast(rank == root ? data.data() : nullptr, out.data(), count, t, root,
+                                 comm.get()),
+                  blinkSuccess)
+            << blinkGetLastError();
+        ASSERT_EQ(out, data);
+      }
+    }
+  }
+}
+
+TEST(Reduce, EveryRootAndOp) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  for (int root : {0, n - 1}) {
+    for (blinkDataType_t t : {blinkInt32, blinkUint64, blinkFloat32, blinkBfloat16}) {
+      for (blinkRedOp_t op : kOps) {
+        if (op == blinkAvg && !isFloat(t)) continue;
+        const std::size_t count = 10007;
+        std::vector<std::byte> send = inputs(rank, count, t, op);
+        std::vector<std::byte> recv(send.size(), std::byte{0});
+        ASSERT_EQ(blinkReduce(send.data(), rank == root ? recv.data() : nullptr, count, t, op, root,
+                              comm.get()),
+                  blinkSuccess)
+            << blinkGetLastError();
+        std::vector<std::byte> expected(send.size());
+        if (needsOracle(t, op)) {
+          expected = oracle(n, count, t, op);
+        } else {
+          PMPI_Reduce(send.data(), expected.data(), static_cast<int>(count), mpiType(t), mpiOp(op),
+                      root, MPI_COMM_WORLD);
+        }
+        if (rank == root) {
+          ASSERT_EQ(recv, expected) << "root " << root << " " << label(t, op, count);
+        }
+        // The send buffer is left alone.
+        ASSERT_EQ(send, inputs(rank, count, t, op));
+      }
+    }
+  }
+}
+
+TEST(AllGather, MatchesPmpi) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  for (blinkDataType_t t : {blinkUint8, blinkInt16, blinkFloat64}) {
+    for (std::size_t count :
+         {std::size_t{1}, std::size_t{3}, std::size_t{10007}, std::size_t{262147}}) {
+      std::vector<std::byte> send = inputs(rank, count, t, blinkSum);
+      const std::size_t block = send.size();
+      std::vector<std::byte> recv(block * static_cast<std::size_t>(n), std::byte{0});
+      ASSERT_EQ(blinkAllGather(send.data(), recv.data(), count, t, comm.get()), blinkSuccess)
+          << blinkGetLastError();
+      std::vector<std::byte> expected(recv.size());
+      PMPI_Allgather(send.data(), static_cast<int>(block), MPI_BYTE, expected.data(),
+                     static_cast<int>(block), MPI_BYTE, MPI_COMM_WORLD);
+      ASSERT_EQ(recv, expected) << label(t, blinkSum, count);
+      // In place: the contribution already sits in its block.
+      std::vector<std::byte> inplace(recv.size(), std::byte{0});
+      std::memcpy(inplace.data() + static_cast<std::size_t>(rank) * block, send.data(), block);
+      ASSERT_EQ(blinkAllGather(inplace.data() + static_cast<std::size_t>(rank) * block,
+                               inplace.data(), count, t, comm.get()),
+                blinkSuccess);
+      ASSERT_EQ(inplace, expected) << "in place " << label(t, blinkSum, count);
+    }
+  }
+}
+
+TEST(ReduceScatter, MatchesPmpi) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  for (blinkDataType_t t : {blinkInt64, blinkFloat32, blinkFloat16}) {
+    for (blinkRedOp_t op : {blinkSum, blinkMax, blinkAvg}) {
+      if (op == blinkAvg && !isFloat(t)) continue;
+      for (std::size_t count : {std::size_t{1}, std::size_t{5003}}) {
+        const std::size_t total = count * static_cast<std::size_t>(n);
+        std::vector<std::byte> send = inputs(rank, total, t, op);
+        const std::size_t block = count * blinkDataTypeSize(t);
+        std::vector<std::byte> recv(block, std::byte{0});
+        ASSERT_EQ(blinkReduceScatter(send.data(), recv.data(), count, t, op, comm.get()),
+                  blinkSuccess)
+            << blinkGetLastError();
+        std::vector<std::byte> expected(block);
+        if (needsOracle(t, op)) {
+          expected = oracle(n, count, t, op, static_cast<std::size_t>(rank) * count);
+        } else {
+          PMPI_Reduce_scatter_block(send.data(), expected.data(), static_cast<int>(count),
+                                    mpiType(t), mpiOp(op), MPI_COMM_WORLD);
+        }
+        ASSERT_EQ(recv, expected) << label(t, op, count);
+        // In place: recvbuff is the rank's own block of sendbuff.
+        std::vector<std::byte> inplace = send;
+        std::byte* mine = inplace.data() + static_cast<std::size_t>(rank) * block;
+        ASSERT_EQ(blinkReduceScatter(inplace.data(), mine, count, t, op, comm.get()), blinkSuccess);
+        ASSERT_EQ(std::memcmp(mine, expected.data(), block), 0)
+            << "in place " << label(t, op, count);
+      }
+    }
+  }
+}
+
+TEST(Communicators, SplitAndDupAliveTogether) {
+  const int rank = commRank(MPI_COMM_WORLD);
+  MPI_Comm half = MPI_COMM_NULL, dup = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);  // reversed order inside each half
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  {
+    Comm world(MPI_COMM_WORLD), h(half), d(dup);
+    for (int round = 0; round < 3; ++round) {
+      checkAllReduce(h, blinkInt32, blinkSum, 4099, false);
+      checkAllReduce(world, blinkFloat64, blinkMin, 777, false);
+      checkAllReduce(d, blinkUint16, blinkMax, 4099, round % 2 == 1);
+    }
+  }
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
+}
+
+TEST(Communicators, EmulatedNodesUsePmpiBetweenThem) {
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO fixes the nodes";
+  const char* old = std::getenv("BLINK_NODE_ID");
+  std::string saved = old ? old : "";
+  setenv("BLINK_NODE_ID", rank % 2 == 0 ? "node-even" : "node-odd", 1);
+  {
+    Comm comm(MPI_COMM_WORLD);
+    char text[4096];
+    size_t length = 0;
+    ASSERT_EQ(blinkCommExplain(comm.get(), text, sizeof(text), &length), blinkSuccess);
+    EXPECT_NE(std::string(text).find("2 node(s)"), std::string::npos) << text;
+    checkAllReduce(comm, blinkFloat32, blinkSum, 100003, false);
+    checkAllReduce(comm, blinkInt64, blinkProd, 1009, true);
+  }
+  if (old)
+    setenv("BLINK_NODE_ID", saved.c_str(), 1);
+  else
+    unsetenv("BLINK_NODE_ID");
+}
+
+TEST(PlanCache, RepeatedCallsReuseThePlan) {
+  blink::runtime::Communicator comm(MPI_COMM_WORLD);
+  const int n = commSize(MPI_COMM_WORLD);
+  std::vector<float> a(50000, 1.0f), b(50000);
+  for (int i = 0; i < 5; ++i) comm.allReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum);
+  for (int i = 0; i < 5; ++i) comm.allReduce(a.data(), b.data(), 1000, blinkFloat32, blinkSum);
+  const std::size_t expected = n > 1 ? 2 : 0;
+  EXPECT_EQ(comm.plansBuilt(), expected);
+  EXPECT_EQ(b[0], static_cast<float>(n));
+  // Same size, another type of the same width: the same plan serves it.
+  std::vector<std::int32_t> c(1000, 2), d(1000);
+  comm.allReduce(c.data(), d.data(), c.size(), blinkInt32, blinkSum);
+  EXPECT_EQ(comm.plansBuilt(), expected);
+  EXPECT_EQ(d[999], 2 * n);
+}
+
+TEST(Arguments, BadOnesAreErrorsNotCrashes) {
+  Comm comm(MPI_COMM_WORLD);
+  const int n = commSize(MPI_COMM_WORLD);
+  float x[4] = {1, 2, 3, 4}, y[4];
+  EXPECT_EQ(blinkAllReduce(nullptr, y, 4, blinkFloat32, blinkSum, comm.get()),
+            blinkInvalidArgument);
+  EXPECT_EQ(blinkAllReduce(x, nullptr, 4, blinkFloat32, blinkSum, comm.get()),
+            blinkInvalidArgument);
+  EXPECT_EQ(blinkAllReduce(nullptr, nullptr, 0, blinkFloat32, blinkSum, comm.get()), blinkSuccess);
+  EXPECT_EQ(blinkAllReduce(x, y, 4, static_cast<blinkDataType_t>(blinkNumTypes + 3), blinkSum,
+                           comm.get()),
+            blinkInvalidArgument);
+  EXPECT_EQ(
+      blinkAllReduce(x, y, 4, blinkFloat32, static_cast<blinkRedOp_t>(blinkNumOps + 1), comm.get()),
+      blinkInvalidArgument);
+  EXPECT_EQ(blinkAllReduce(x, y, 4, blinkInt32, blinkAvg, comm.get()), blinkInvalidArgument);
+  EXPECT_EQ(blinkBroadcast(x, y, 4, blinkFloat32, n, comm.get()), blinkInvalidArgument);
+  EXPECT_EQ(blinkBroadcast(x, y, 4, blinkFloat32, -1, comm.get()), blinkInvalidArgument);
+  EXPECT_EQ(blinkReduce(x, y, 4, blinkFloat32, blinkSum, n + 3, comm.get()), blinkInvalidArgument);
+  EXPECT_EQ(blinkAllReduce(x, y, 4, blinkFloat32, blinkSum, nullptr), blinkInvalidArgument);
+  EXPECT_NE(std::string(blinkGetLastError()), "");
+  blinkComm_t gone = nullptr;
+  ASSERT_EQ(blinkCommInitFromMPI(&gone, MPI_COMM_WORLD), blinkSuccess);
+  ASSERT_EQ(blinkCommDestroy(gone), blinkSuccess);
+  EXPECT_EQ(blinkAllReduce(x, y, 4, blinkFloat32, blinkSum, gone), blinkInvalidUsage);
+  EXPECT_EQ(blinkCommDestroy(gone), blinkInvalidUsage);
+  EXPECT_EQ(blinkCommInitFromMPI(nullptr, MPI_COMM_WORLD), blinkInvalidArgument);
+  blinkComm_t none = nullptr;
+  EXPECT_EQ(blinkCommInitFromMPI(&none, MPI_COMM_NULL), blinkInvalidArgument);
+  int count = 0, rank = -1;
+  EXPECT_EQ(blinkCommCount(comm.get(), &count), blinkSuccess);
+  EXPECT_EQ(count, n);
+  EXPECT_EQ(blinkCommUserRank(comm.get(), &rank), blinkSuccess);
+  EXPECT_EQ(rank, commRank(MPI_COMM_WORLD));
+}
+
+TEST(Timeout, APeerThatNeverArrivesIsNamed) {
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("BLINK_TIMEOUT_S", "2", 1);
+  blinkComm_t comm = nullptr;
+  ASSERT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkSuccess);
+  unsetenv("BLINK_TIMEOUT_S");
+  const int absent = n - 1;
+  std::vector<float> a(100000, 1.0f), b(100000);
+  // Everyone builds the plan together (plan building is collective); then one rank
+  // stays away from the next call.
+  ASSERT_EQ(blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum, comm),
+            blinkSuccess);
+  if (rank != absent) {
+    blinkResult_t rc = blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum, comm);
+    std::string msg = blinkGetLastError();
+    EXPECT_EQ(rc, blinkTimeout) << msg;
+    EXPECT_NE(msg.find("no progress"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank "), std::string::npos) << msg;
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(blinkCommDestroy(comm), blinkSuccess);
+}
+
+}  // namespace
