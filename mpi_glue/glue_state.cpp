@@ -1,10 +1,134 @@
 #include "glue_state.hpp"
 
+#include <charconv>
+#include <sstream>
+
+#include "common/env.hpp"
+#include "common/error.hpp"
+
 namespace blink::glue {
+
+const char* name(Coll c) {
+  switch (c) {
+    case Coll::Allreduce:
+      return "allreduce";
+    case Coll::Bcast:
+      return "bcast";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::Allgather:
+      return "allgather";
+    case Coll::ReduceScatterBlock:
+      return "reduce_scatter_block";
+    case Coll::Count:
+      break;
+  }
+  return "?";
+}
+
+const char* name(Fallback f) {
+  switch (f) {
+    case Fallback::Disabled:
+      return "disabled";
+    case Fallback::BelowThreshold:
+      return "below_threshold";
+    case Fallback::ZeroCount:
+      return "zero_count";
+    case Fallback::Datatype:
+      return "datatype";
+    case Fallback::Op:
+      return "op";
+    case Fallback::InterComm:
+      return "intercomm";
+    case Fallback::Arguments:
+      return "arguments";
+    case Fallback::Unavailable:
+      return "unavailable";
+    case Fallback::PlanFailed:
+      return "plan_failed";
+    case Fallback::Count:
+      break;
+  }
+  return "?";
+}
 
 GlueState& state() {
   static GlueState instance;
   return instance;
+}
+
+namespace {
+
+std::uint64_t parseBytes(std::string_view text, std::string_view whole) {
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    throw Error(blinkInvalidInput, "BLINK_MPI_MIN_BYTES='" + std::string(whole) + "': '" +
+                                       std::string(text) +
+                                       "' is not a byte count (expected BYTES or NAME=BYTES,...)");
+  }
+  return v;
+}
+
+void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
+  if (spec.find('=') == std::string_view::npos) {
+    out.fill(parseBytes(spec, spec));
+    return;
+  }
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw Error(blinkInvalidInput, "BLINK_MPI_MIN_BYTES='" + std::string(spec) + "': '" +
+                                         std::string(item) + "' lacks NAME=");
+    }
+    std::string_view key = item.substr(0, eq);
+    bool found = false;
+    for (std::size_t c = 0; c < kNumColls; ++c) {
+      if (key == name(static_cast<Coll>(c))) {
+        out[c] = parseBytes(item.substr(eq + 1), spec);
+        found = true;
+      }
+    }
+    if (!found) {
+      throw Error(blinkInvalidInput, "BLINK_MPI_MIN_BYTES='" + std::string(spec) +
+                                         "': unknown collective '" + std::string(key) +
+                                         "' (allreduce, bcast, reduce, allgather, "
+                                         "reduce_scatter_block)");
+    }
+  }
+}
+
+}  // namespace
+
+void configure() {
+  GlueState& s = state();
+  const env::Variable* var = nullptr;
+  for (const auto& v : env::registry()) {
+    if (v.name == "BLINK_MPI_MIN_BYTES") var = &v;
+  }
+  apply(var->default_value, s.min_bytes);
+  if (auto spec = env::get("BLINK_MPI_MIN_BYTES")) apply(*spec, s.min_bytes);
+  if (env::getChoice("BLINK_MPI_DISABLE") == "1") s.enabled = false;
+}
+
+std::string accountingReport() {
+  std::ostringstream out;
+  const GlueState& s = state();
+  for (std::size_t c = 0; c < kNumColls; ++c) {
+    const Counters& k = s.counters[c];
+    out << "blink-accounting " << name(static_cast<Coll>(c)) << " handled=" << k.calls.load()
+        << " bytes=" << k.bytes.load();
+    for (std::size_t f = 0; f < kNumFallbacks; ++f) {
+      if (auto n = k.fallbacks[f].load())
+        out << " fallback." << name(static_cast<Fallback>(f)) << "=" << n;
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace blink::glue

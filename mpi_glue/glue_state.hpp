@@ -1,15 +1,65 @@
-// Process-wide state of the interposition layer.
+// Process-wide state of the interposition layer: whether it is on, the size
+// thresholds, and the accounting printed at MPI_Finalize.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <cstdint>
+#include <string>
 
 namespace blink::glue {
 
+enum class Coll { Allreduce, Bcast, Reduce, Allgather, ReduceScatterBlock, Count };
+constexpr std::size_t kNumColls = static_cast<std::size_t>(Coll::Count);
+// "allreduce", "bcast", "reduce", "allgather", "reduce_scatter_block"
+const char* name(Coll c);
+
+// Why a call went to the MPI library. Every fallback is counted by reason.
+enum class Fallback {
+  Disabled,        // BLINK_MPI_DISABLE=1 or an invalid BLINK_* setting
+  BelowThreshold,  // fewer bytes than BLINK_MPI_MIN_BYTES
+  ZeroCount,
+  Datatype,  // not a predefined type Blink reduces, or not contiguous
+  Op,        // user-defined, MAXLOC/MINLOC, logical or bitwise ops
+  InterComm,
+  Arguments,    // a mismatch Blink does not handle (e.g. Allgather send != recv type)
+  Unavailable,  // Blink could not set up on this communicator (reason logged once)
+  PlanFailed,   // every rank failed to build the plan together
+  Count
+};
+constexpr std::size_t kNumFallbacks = static_cast<std::size_t>(Fallback::Count);
+const char* name(Fallback f);
+
+struct Counters {
+  std::atomic<std::uint64_t> calls{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::array<std::atomic<std::uint64_t>, kNumFallbacks> fallbacks{};
+};
+
 struct GlueState {
-  // False when the configuration is invalid; collectives then go to PMPI_*.
+  // False when BLINK_MPI_DISABLE=1 or the configuration is invalid.
   std::atomic<bool> enabled{true};
+  std::array<std::uint64_t, kNumColls> min_bytes{};
+  std::array<Counters, kNumColls> counters;
+
+  void handled(Coll c, std::uint64_t bytes) {
+    counters[static_cast<std::size_t>(c)].calls.fetch_add(1, std::memory_order_relaxed);
+    counters[static_cast<std::size_t>(c)].bytes.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void fellBack(Coll c, Fallback why) {
+    counters[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)].fetch_add(
+        1, std::memory_order_relaxed);
+  }
 };
 
 GlueState& state();
+
+// Reads BLINK_MPI_DISABLE and BLINK_MPI_MIN_BYTES into state(). Throws
+// blink::Error(blinkInvalidInput) for a malformed threshold.
+void configure();
+
+// One line per collective: "blink-accounting allreduce handled=3 bytes=12288
+// fallback.below_threshold=1 ...", the format tests and scripts parse.
+std::string accountingReport();
 
 }  // namespace blink::glue

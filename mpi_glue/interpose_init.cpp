@@ -3,6 +3,9 @@
 // forwarded to the PMPI twin with the caller's arguments; MPI's result is returned.
 #include <mpi.h>
 
+#include <string>
+
+#include "comm_cache.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -16,6 +19,7 @@ void afterInit() {
   blink::log::setRankLabel(rank);
   try {
     blink::env::validateAll();
+    blink::glue::configure();
   } catch (const blink::Error& e) {
     // A bad setting must be seen even with BLINK_DEBUG=NONE; the job still runs,
     // on the MPI library's own collectives.
@@ -24,9 +28,18 @@ void afterInit() {
     blink::glue::state().enabled = false;
   }
   if (rank == 0) {
+    const auto& s = blink::glue::state();
+    std::string thresholds;
+    for (std::size_t c = 0; c < blink::glue::kNumColls; ++c) {
+      thresholds += std::string(thresholds.empty() ? "" : ",") +
+                    blink::glue::name(static_cast<blink::glue::Coll>(c)) + "=" +
+                    std::to_string(s.min_bytes[c]);
+    }
     BLINK_LOG(Info, blinkGetBuildInfo()
-                        << " interposing MPI collectives ("
-                        << (blink::glue::state().enabled ? "enabled" : "disabled") << ")");
+                        << " interposing MPI_Allreduce, MPI_Bcast, MPI_Reduce, MPI_Allgather, "
+                           "MPI_Reduce_scatter_block ("
+                        << (s.enabled ? "enabled" : "disabled: every call goes to PMPI")
+                        << "; minimum bytes " << thresholds << ")");
   }
 }
 
@@ -47,6 +60,17 @@ extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provi
 extern "C" int MPI_Finalize(void) {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0) BLINK_LOG(Info, "MPI_Finalize: Blink shutting down");
+  if (rank == 0 && blink::log::enabled(blink::log::Level::Info)) {
+    // What Blink took and what it left to MPI, per collective, in a form scripts parse.
+    std::string report = blink::glue::accountingReport();
+    std::size_t at = 0;
+    while (at < report.size()) {
+      std::size_t end = report.find('\n', at);
+      blink::log::write(blink::log::Level::Info, report.substr(at, end - at));
+      at = end == std::string::npos ? report.size() : end + 1;
+    }
+    BLINK_LOG(Info, "MPI_Finalize: Blink shutting down");
+  }
+  blink::glue::releaseAll();
   return PMPI_Finalize();
 }
