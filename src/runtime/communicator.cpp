@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "plan/planner.hpp"
+#include "runtime/mpi_wait.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 #include "topology/topology_text.hpp"
@@ -28,9 +29,9 @@ void checkMpi(int rc, const char* what) {
 
 // Collective: if any rank failed, every rank throws (the failing ones their own
 // error, the others a pointer to it), so no rank walks on into a collective alone.
-void agree(MPI_Comm comm, const Error* failure, const std::string& stage) {
+void agree(MPI_Comm comm, const Error* failure, const std::string& stage, double timeout_s) {
   int ok = failure == nullptr ? 1 : 0, all_ok = 0;
-  checkMpi(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, timeout_s, stage);
   if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
   if (all_ok == 0) {
     throw CollectiveError(blinkInvalidUsage,
@@ -71,7 +72,7 @@ Communicator::Communicator(MPI_Comm comm) {
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
-      agree(comm_, failure.get(), "loading the topology");
+      agree(comm_, failure.get(), "loading the topology", timeout_s_);
     }
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
@@ -96,8 +97,10 @@ Communicator::Communicator(MPI_Comm comm) {
             layout_.local_rank_of_rank[static_cast<std::size_t>(r)];
       }
     }
+    transport::ShmOptions shm_options;
+    shm_options.timeout_seconds = timeout_s_;
     shm_ = std::make_unique<transport::ShmTransport>(node_comm_, std::move(node_rank_of),
-                                                     layout_.rank);
+                                                     layout_.rank, shm_options);
     pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);
     if (layout_.rank == 0) {
       BLINK_LOG(Info,
@@ -170,7 +173,8 @@ Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_
   // One reduction tells every rank whether all built a plan and whether the plans agree.
   const std::uint64_t hash = failure ? 0 : cp.plan.hash();
   std::uint64_t mine[3] = {failure ? 1u : 0u, hash, ~hash}, all[3] = {0, 0, 0};
-  checkMpi(PMPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+  allreduceWithin(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+                  "agreeing on the plan for " + plan::toString(c));
   if (failure) throw CollectiveError(failure->status(), failure->what());
   if (all[0] != 0)
     throw CollectiveError(blinkInvalidUsage, "building the plan failed on another rank");
@@ -190,7 +194,7 @@ Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_
     } catch (const Error& e) {
       stream_failure = std::make_unique<Error>(e);
     }
-    agree(comm_, stream_failure.get(), "setting up the streams");
+    agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
   }
   ++plans_built_;
   if (layout_.rank == 0) {

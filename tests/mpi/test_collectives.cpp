@@ -545,4 +545,23 @@ TEST(Timeout, APeerThatNeverArrivesIsNamed) {
   EXPECT_EQ(blinkCommDestroy(comm), blinkSuccess);
 }
 
+TEST(Timeout, APeerThatNeverComesToBuildThePlan) {
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  setenv("BLINK_TIMEOUT_S", "1", 1);
+  blinkComm_t comm = nullptr;
+  ASSERT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkSuccess);
+  unsetenv("BLINK_TIMEOUT_S");
+  std::vector<double> a(777, 1.0), b(777);
+  if (rank != 0) {
+    // A size never seen: building its plan needs every rank, and rank 0 stays away.
+    blinkResult_t rc = blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat64, blinkSum, comm);
+    std::string msg = blinkGetLastError();
+    EXPECT_EQ(rc, blinkTimeout) << msg;
+    EXPECT_NE(msg.find("BLINK_TIMEOUT_S"), std::string::npos) << msg;
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(blinkCommDestroy(comm), blinkSuccess);
+}
+
 }  // namespace

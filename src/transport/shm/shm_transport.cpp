@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "runtime/mpi_wait.hpp"
 
 namespace blink::transport {
 namespace {
@@ -233,9 +234,9 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
 
   // 2. Everyone learns every segment name; senders map the segments they write to.
   std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
-  checkMpi(PMPI_Allgather(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(),
-                          static_cast<int>(kNameBytes), MPI_CHAR, node_comm_),
-           "MPI_Allgather");
+  runtime::allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(),
+                           node_comm_, options_.timeout_seconds,
+                           "shared memory: exchanging segment names");
   bool peer_failed = false;
   for (int r = 0; r < node_size; ++r)
     peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
@@ -295,7 +296,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
 
   // 3. Once every sender has mapped, the names are no longer needed.
   int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  checkMpi(PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_), "MPI_Allreduce");
+  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
+                           "shared memory: confirming the mappings");
   if (!created_name.empty()) shm_unlink(created_name.c_str());
   if (!failure.empty()) throw Error(blinkSystemError, "shared memory: " + failure);
   if (peer_failed || all_ok == 0) {

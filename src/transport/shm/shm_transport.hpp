@@ -22,6 +22,7 @@ namespace blink::transport {
 struct ShmOptions {
   std::size_t slot_bytes = 64 * 1024;  // a multiple of 64 (so of every element size)
   std::size_t slots = 4;
+  double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
 };
 
 class ShmTransport final : public runtime::Transport {

@@ -1,0 +1,25 @@
+// Blink's own MPI collectives (bootstrap, plan agreement, stream set-up) are
+// nonblocking and waited for with a deadline, like every other wait: a rank that
+// never arrives ends in blinkTimeout, not a hang inside MPI.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace blink::runtime {
+
+// Waits for `request` with the Backoff policy; throws blink::Error(blinkTimeout)
+// naming `what` after `timeout_seconds` without completion (the request is then
+// left to MPI: a collective cannot be cancelled).
+void waitWithin(MPI_Request& request, double timeout_seconds, const std::string& what);
+
+// PMPI_Iallreduce + waitWithin.
+void allreduceWithin(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm comm, double timeout_seconds, const std::string& what);
+
+// PMPI_Iallgather + waitWithin.
+void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv, MPI_Comm comm,
+                     double timeout_seconds, const std::string& what);
+
+}  // namespace blink::runtime
