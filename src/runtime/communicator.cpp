@@ -211,6 +211,10 @@ Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_
 void Communicator::runPlan(plan::Collective c, std::byte* work, const void* input,
                            std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
                            int root_plan) {
+  if (!broken_.empty()) {
+    throw Error(blinkInvalidUsage, "this communicator failed earlier (" + broken_ +
+                                       "); destroy it and create a new one");
+  }
   const auto element = static_cast<int>(elementSize(type));
   CachedPlan& cp = planFor(c, bytes, element, root_plan);
   const auto* in = static_cast<const std::byte*>(input);
@@ -228,7 +232,13 @@ void Communicator::runPlan(plan::Collective c, std::byte* work, const void* inpu
   RunOptions options;
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(c) + " of " + std::to_string(bytes) + " bytes";
-  execute(cp.program, work, in, combine, options);
+  try {
+    execute(cp.program, work, in, combine, options);
+  } catch (const Error& e) {
+    // Streams stopped mid-message cannot be resynchronised with the peers.
+    broken_ = e.what();
+    throw;
+  }
 }
 
 void Communicator::allReduce(const void* send, void* recv, std::size_t count, blinkDataType_t type,

@@ -74,6 +74,7 @@ class Communicator {
   RankLayout layout_;
   JobTopology job_;
   bool identity_ranks_ = true;
+  std::string broken_;  // why this communicator can no longer run collectives ("" if it can)
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
   double timeout_s_ = 300.0;

@@ -540,6 +540,9 @@ TEST(Timeout, APeerThatNeverArrivesIsNamed) {
     EXPECT_EQ(rc, blinkTimeout) << msg;
     EXPECT_NE(msg.find("no progress"), std::string::npos) << msg;
     EXPECT_NE(msg.find("rank "), std::string::npos) << msg;
+    // The streams stopped mid-message: the communicator refuses further work.
+    EXPECT_EQ(blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum, comm),
+              blinkInvalidUsage);
   }
   PMPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(blinkCommDestroy(comm), blinkSuccess);
