@@ -33,6 +33,10 @@ if [ "${BLINK_SANITIZE:-}" = "address" ]; then
   export ASAN_OPTIONS=${ASAN_OPTIONS:-fast_unwind_on_malloc=0:detect_leaks=1}
   export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$blink_root/tests/sanitizers/lsan.supp:print_suppressions=0}
 fi
+if [ "${BLINK_SANITIZE:-}" = "thread" ]; then
+  # Open MPI is not instrumented: its internal synchronisation is suppressed, Blink's is not.
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$blink_root/tests/sanitizers/tsan.supp:report_signal_unsafe=0}
+fi
 if [ "${BLINK_SANITIZE:-}" = "undefined" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
