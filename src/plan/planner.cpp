@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "plan/baselines.hpp"
+#include "plan/hierarchical.hpp"
 
 namespace blink::plan {
 
@@ -56,6 +57,21 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     Plan rb = lowerAllReduce(treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o.lower);
     rb.algorithm = "blink-trees reduce+broadcast";
     plans.push_back(std::move(rb));
+  }
+  if (isMultiNode(t)) {
+    // Trees inside each node and an inter-node phase over every NIC, beside the flat
+    // trees over the whole cluster graph; a node whose trees cannot be packed leaves
+    // the flat candidates alone.
+    try {
+      plans.push_back(lowerHierarchical(c, t, bytes, root_rank, o.lower, o.pack));
+    } catch (const Error& e) {
+      if (e.status() == blinkInternalError) {
+        BLINK_LOG(Warn,
+                  "planner: the hierarchical plan failed on " << t.name() << ": " << e.what());
+      } else {
+        BLINK_LOG(Info, "planner: no hierarchical plan on " << t.name() << ": " << e.what());
+      }
+    }
   }
   std::vector<std::pair<Plan, double>> out;
   for (auto& p : plans) {

@@ -1,5 +1,6 @@
 // Chooses the plan for a collective: every candidate (Blink's trees in each shape,
-// and the ring and double-binary-tree baselines) is built, timed by the simulator,
+// on several nodes also the hierarchical composition of hierarchical.hpp, and the
+// ring and double-binary-tree baselines) is built, timed by the simulator,
 // and the fastest wins. Because the baselines are candidates, Blink is never
 // predicted slower than a ring; `why` says what was compared.
 #pragma once
@@ -16,7 +17,9 @@
 namespace blink::plan {
 
 struct Candidate {
-  std::string name;  // "blink-trees", "blink-trees reduce+broadcast", "ring", "double-binary-tree"
+  // "blink-trees", "blink-trees reduce+broadcast", "blink-hierarchical" (multi-node),
+  // "ring", "double-binary-tree"
+  std::string name;
   double seconds = 0.0;
   bool available = true;  // false when the algorithm does not apply (why_not says why)
   std::string why_not;
@@ -45,7 +48,9 @@ double busBandwidthFactor(Collective c, int ranks);
 Choice choosePlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
                   int root_rank, const PlannerOptions& options);
 
-// Blink's candidates alone, each lowered and simulated.
+// Blink's candidates alone, each lowered and simulated: flat trees over the whole
+// topology (both AllReduce shapes), and where the GPUs lie on several nodes the
+// hierarchical plan ("blink-hierarchical").
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
                                                      const topo::Topology& topology,
                                                      std::uint64_t bytes, int root_rank,

@@ -10,9 +10,9 @@ namespace {
 // Spins cover a peer that is running on another core right now; yields cover a
 // peer that needs our core; naps stop a long wait from burning a core that an
 // oversubscribed job's other ranks need.
-constexpr unsigned kSpinRounds = 64;
-constexpr unsigned kYieldRounds = 2000;
-constexpr auto kNap = std::chrono::microseconds(50);
+constexpr unsigned kSpinRounds = 32;     // one pause each: about a microsecond in all
+constexpr unsigned kYieldRounds = 20000;  // tens of milliseconds of yielding before naps
+constexpr auto kNap = std::chrono::microseconds(20);
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,7 +37,7 @@ void Backoff::progressed() {
 bool Backoff::idle() {
   ++idle_rounds_;
   if (idle_rounds_ <= kSpinRounds) {
-    for (int i = 0; i < 16; ++i) cpuRelax();
+    cpuRelax();
     return true;
   }
   if (idle_rounds_ <= kSpinRounds + kYieldRounds) {

@@ -35,6 +35,8 @@ Options:
   --sweep              sizes from 1K up to --bytes, x4 each step
   --chunk-bytes SIZE   fixed chunk size (default $BLINK_CHUNK_BYTES, else the pipeline
                        model's choice per tree)
+  --candidates         also list each of Blink's own candidates (flat trees in each
+                       shape, and on several nodes the hierarchical plan)
   --format F           text (default) or json (a stable interface)
   --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
   --output FILE        write to FILE instead of standard output
@@ -42,11 +44,14 @@ Options:
 
 JSON: one object per size with collective, bytes, bound_gbps, chosen, why and
 algorithms: [{name (blink, ring, tree), time_us, algbw_gbps, busbw_gbps}]; --sweep
-prints an array of them.
+prints an array of them. With --candidates each object also has candidates: [{name
+(blink-trees, blink-trees reduce+broadcast, blink-hierarchical), time_us, algbw_gbps,
+busbw_gbps}] (blink is the fastest of them).
 
 Examples:
   blink-sim --topo dgx1-v100 --gpus 0,1,2,4 --collective allreduce --bytes 256M
   blink-sim --topo dgx1-v100 --gpus 0,1,2,4 --collective broadcast --sweep --format json
+  blink-sim --topo dgx1-v100:2 --collective allreduce --bytes 1G --candidates
 
 Exit codes: 0 success, 1 the topology could not be loaded or simulated, 2 bad command line.
 )";
@@ -89,8 +94,18 @@ struct Row {
   double seconds = 0.0;
 };
 
+nlohmann::json timing(const std::string& name, double seconds, std::uint64_t bytes,
+                      plan::Collective c, int n) {
+  const double algbw = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+  return {{"name", name},
+          {"time_us", seconds * 1e6},
+          {"algbw_gbps", algbw},
+          {"busbw_gbps", algbw * plan::busBandwidthFactor(c, n)}};
+}
+
 nlohmann::json simulateOne(plan::Collective c, const topo::Topology& t, std::uint64_t bytes,
-                           int root_rank, const plan::PlannerOptions& options, double bound) {
+                           int root_rank, const plan::PlannerOptions& options, double bound,
+                           bool candidates) {
   const int n = static_cast<int>(t.gpus().size());
   auto blink = plan::blinkCandidates(c, t, bytes, root_rank, options);
   double best = blink.front().second;
@@ -113,14 +128,13 @@ nlohmann::json simulateOne(plan::Collective c, const topo::Topology& t, std::uin
   out["chosen"] = choice.plan.algorithm;
   out["why"] = choice.why;
   nlohmann::json algorithms = nlohmann::json::array();
-  for (const auto& r : rows) {
-    const double algbw = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
-    algorithms.push_back({{"name", r.name},
-                          {"time_us", r.seconds * 1e6},
-                          {"algbw_gbps", algbw},
-                          {"busbw_gbps", algbw * plan::busBandwidthFactor(c, n)}});
-  }
+  for (const auto& r : rows) algorithms.push_back(timing(r.name, r.seconds, bytes, c, n));
   out["algorithms"] = std::move(algorithms);
+  if (candidates) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [p, s] : blink) list.push_back(timing(p.algorithm, s, bytes, c, n));
+    out["candidates"] = std::move(list);
+  }
   return out;
 }
 
@@ -146,6 +160,14 @@ std::string asText(const nlohmann::json& results, const topo::Topology& t) {
       if (firstRow) out << "  " << r["chosen"].get<std::string>();
       out << "\n";
       firstRow = false;
+    }
+    if (r.contains("candidates")) {
+      for (const auto& a : r["candidates"]) {
+        out << "  blink candidate " << std::left << std::setw(30) << a["name"].get<std::string>()
+            << std::right << std::fixed << std::setprecision(2) << std::setw(14)
+            << a["time_us"].get<double>() << std::setw(12) << a["algbw_gbps"].get<double>()
+            << std::setw(12) << a["busbw_gbps"].get<double>() << std::defaultfloat << "\n";
+      }
     }
   }
   return out.str();
@@ -200,7 +222,8 @@ int run(const blink::cli::Args& args) {
   nlohmann::json results = nlohmann::json::array();
   for (std::uint64_t s : sizes) {
     const std::uint64_t rounded = std::max(s / unit * unit, unit);
-    results.push_back(simulateOne(c, t, rounded, root_rank, options, bound));
+    results.push_back(
+        simulateOne(c, t, rounded, root_rank, options, bound, args.has("--candidates")));
   }
   std::string text = format == "json"
                          ? (args.has("--sweep") ? results : results.front()).dump(2) + "\n"
@@ -216,5 +239,5 @@ int main(int argc, char** argv) {
       "blink-sim", argc, argv,
       {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes", "--format",
        "--link-gbps", "--output", "--hwloc-xml"},
-      {"--help", "--sweep"}, run);
+      {"--help", "--sweep", "--candidates"}, run);
 }
