@@ -19,9 +19,12 @@ static long parse_size(const char* s) {
   char* end = NULL;
   long v = strtol(s, &end, 10);
   if (end == s || v < 0) return -1;
-  if (*end == 'K' || *end == 'k') v <<= 10, ++end;
-  else if (*end == 'M' || *end == 'm') v <<= 20, ++end;
-  else if (*end == 'G' || *end == 'g') v <<= 30, ++end;
+  if (*end == 'K' || *end == 'k')
+    v <<= 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    v <<= 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    v <<= 30, ++end;
   return *end == '\0' ? v : -1;
 }
 
@@ -29,14 +32,19 @@ int main(int argc, char** argv) {
   long min_bytes = 1024, max_bytes = 64L << 20;
   int iters = 20, overhead = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "-b") && i + 1 < argc) min_bytes = parse_size(argv[++i]);
-    else if (!strcmp(argv[i], "-e") && i + 1 < argc) max_bytes = parse_size(argv[++i]);
-    else if (!strcmp(argv[i], "-n") && i + 1 < argc) iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--overhead")) overhead = 1;
+    if (!strcmp(argv[i], "-b") && i + 1 < argc)
+      min_bytes = parse_size(argv[++i]);
+    else if (!strcmp(argv[i], "-e") && i + 1 < argc)
+      max_bytes = parse_size(argv[++i]);
+    else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+      iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--overhead"))
+      overhead = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("Usage: mpi_allreduce_sweep [-b MINBYTES] [-e MAXBYTES] [-n ITERS] [--overhead]\n"
-             "  sizes take K/M/G suffixes (default 1K..64M, x2 steps, 20 iterations)\n"
-             "  --overhead  time one 8-byte MPI_Allreduce on MPI_COMM_SELF (2e6 calls)\n");
+      printf(
+          "Usage: mpi_allreduce_sweep [-b MINBYTES] [-e MAXBYTES] [-n ITERS] [--overhead]\n"
+          "  sizes take K/M/G suffixes (default 1K..64M, x2 steps, 20 iterations)\n"
+          "  --overhead  time one 8-byte MPI_Allreduce on MPI_COMM_SELF (2e6 calls)\n");
       return 0;
     } else {
       fprintf(stderr, "mpi_allreduce_sweep: bad argument '%s' (see --help)\n", argv[i]);
@@ -72,7 +80,8 @@ int main(int argc, char** argv) {
     MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (int it = 0; it < iters; ++it) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int it = 0; it < iters; ++it)
+      MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     double t = (MPI_Wtime() - t0) / iters, slowest = 0;
     MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     long wrong = 0;

@@ -10,7 +10,7 @@ namespace {
 // Spins cover a peer that is running on another core right now; yields cover a
 // peer that needs our core; naps stop a long wait from burning a core that an
 // oversubscribed job's other ranks need.
-constexpr unsigned kSpinRounds = 32;     // one pause each: about a microsecond in all
+constexpr unsigned kSpinRounds = 32;      // one pause each: about a microsecond in all
 constexpr unsigned kYieldRounds = 20000;  // tens of milliseconds of yielding before naps
 constexpr auto kNap = std::chrono::microseconds(20);
 
