@@ -1,6 +1,6 @@
 /* A plain MPI benchmark (only mpi.h, like OSU's osu_allreduce): MPI_Allreduce of
  * float sums over a size sweep, timed as nccl-tests does (barrier, n iterations,
- * the slowest rank's average), with one warm-up pass per size and buffers
+ * the slowest rank's average), with five warm-up calls per size and buffers
  * allocated and touched once. Run it natively and under LD_PRELOAD of
  * libblink_mpi.so to compare the interposed path with the MPI library
  * (perf/run_interposer.sh). Rank 0 prints CSV: ranks,bytes,time_us,busbw_gbps,wrong.
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   if (rank == 0) printf("ranks,bytes,time_us,busbw_gbps,wrong\n");
   for (long bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     int count = (int)(bytes / (long)sizeof(float));
-    MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int w = 0; w < 5; ++w) MPI_Allreduce(in, out, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int it = 0; it < iters; ++it)
