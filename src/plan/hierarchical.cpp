@@ -1,0 +1,915 @@
+#include "plan/hierarchical.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "common/error.hpp"
+#include "plan/plan_writer.hpp"
+#include "plan/tree_builder.hpp"
+
+namespace blink::plan {
+namespace {
+
+using Range = std::pair<std::uint64_t, std::uint64_t>;  // offset, bytes
+
+// ---- routes ------------------------------------------------------------------
+
+// Total capacity (GB/s) of the links from u to v.
+double hopCapacity(const topo::Topology& t, topo::Vertex u, topo::Vertex v) {
+  double cap = 0.0;
+  for (topo::Edge e : t.linksBetween(u, v)) cap += t.link(e).capacity();
+  return cap;
+}
+
+// The route with the fewest hops from `from` to `to`, the widest (largest bottleneck)
+// among those; every vertex in between must pass `through`. Empty when none exists.
+template <typename Through>
+std::vector<topo::Vertex> shortestWidestRoute(const topo::Topology& t, topo::Vertex from,
+                                              topo::Vertex to, Through through) {
+  const std::size_t n = t.numDevices();
+  std::vector<int> dist(n, -1);
+  std::vector<double> width(n, -1.0);
+  std::vector<topo::Vertex> parent(n, from);
+  std::vector<topo::Vertex> order{from};
+  dist[from] = 0;
+  width[from] = std::numeric_limits<double>::infinity();
+  // Breadth first, layer by layer, so every predecessor of a vertex on a shortest
+  // path is final before the vertex relays anything.
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const topo::Vertex v = order[i];
+    if (v == to) continue;
+    for (topo::Edge e : boost::make_iterator_range(boost::out_edges(v, t.graph()))) {
+      const topo::Vertex u = t.target(e);
+      if (u != to && !through(u)) continue;
+      if (dist[u] < 0) {
+        dist[u] = dist[v] + 1;
+        order.push_back(u);
+      }
+      if (dist[u] != dist[v] + 1) continue;
+      const double w = std::min(width[v], hopCapacity(t, v, u));
+      if (w > width[u]) {
+        width[u] = w;
+        parent[u] = v;
+      }
+    }
+  }
+  if (dist[to] < 0) return {};
+  std::vector<topo::Vertex> route{to};
+  while (route.back() != from) route.push_back(parent[route.back()]);
+  std::reverse(route.begin(), route.end());
+  return route;
+}
+
+double bottleneckGbps(const topo::Topology& t, const std::vector<topo::Vertex>& route) {
+  double w = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k + 1 < route.size(); ++k) {
+    w = std::min(w, hopCapacity(t, route[k], route[k + 1]));
+  }
+  return w;
+}
+
+// Inside node `node`: every device of it but GPUs and NICs may relay.
+auto insideNode(const topo::Topology& t, int node) {
+  return [&t, node](topo::Vertex v) {
+    const auto& d = t.device(v);
+    return d.node == node && d.kind != topo::DeviceKind::Gpu && d.kind != topo::DeviceKind::Nic;
+  };
+}
+
+// ---- a node's own sub-topology ---------------------------------------------------
+
+struct NodeTopology {
+  topo::Topology sub;
+  std::vector<topo::Vertex> to_full;  // sub vertex -> vertex of the whole topology
+};
+
+using HopSet = std::set<std::pair<topo::Vertex, topo::Vertex>>;
+
+// The devices of one node without its NICs (and without the network), and the links
+// among them but those in `without`: where the node's trees are packed.
+NodeTopology nodeTopology(const topo::Topology& t, int node, const HopSet& without = {}) {
+  NodeTopology out;
+  out.sub = topo::Topology(t.name() + " node " + std::to_string(node));
+  std::map<topo::Vertex, topo::Vertex> to_sub;
+  for (topo::Vertex v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+    const auto& d = t.device(v);
+    if (d.node != node || d.kind == topo::DeviceKind::Nic ||
+        d.kind == topo::DeviceKind::NetSwitch) {
+      continue;
+    }
+    to_sub[v] = out.sub.addDevice(d);
+    out.to_full.push_back(v);
+  }
+  for (topo::Edge e : t.links()) {
+    auto s = to_sub.find(t.source(e)), d = to_sub.find(t.target(e));
+    if (s != to_sub.end() && d != to_sub.end() && !without.contains({t.source(e), t.target(e)})) {
+      out.sub.addLink(s->second, d->second, t.link(e));
+    }
+  }
+  return out;
+}
+
+// Whether every GPU of `t` reaches every other one (through any devices).
+bool gpusConnected(const topo::Topology& t) {
+  const auto gpus = t.gpus();
+  if (gpus.size() < 2) return true;
+  for (bool forward : {true, false}) {
+    std::vector<bool> seen(t.numDevices(), false);
+    std::vector<topo::Vertex> stack{gpus.front()};
+    seen[gpus.front()] = true;
+    while (!stack.empty()) {
+      const topo::Vertex v = stack.back();
+      stack.pop_back();
+      for (topo::Edge e : t.links()) {
+        const topo::Vertex from = forward ? t.source(e) : t.target(e);
+        const topo::Vertex to = forward ? t.target(e) : t.source(e);
+        if (from == v && !seen[to]) {
+          seen[to] = true;
+          stack.push_back(to);
+        }
+      }
+    }
+    for (topo::Vertex g : gpus) {
+      if (!seen[g]) return false;
+    }
+  }
+  return true;
+}
+
+treegen::TreeSet toFull(treegen::TreeSet set, const std::vector<topo::Vertex>& to_full) {
+  for (auto& tree : set.trees) {
+    for (auto& edge : tree.edges) {
+      edge.from = to_full[edge.from];
+      edge.to = to_full[edge.to];
+      for (auto& v : edge.route) v = to_full[v];
+    }
+  }
+  return set;
+}
+
+// ---- dependencies from byte ranges -----------------------------------------------
+
+// Per rank: for every byte, the last step that wrote it and the steps that read it
+// since. A new step depends on the last writer of what it reads or writes, and (when
+// it writes) on the readers since: read after write, write after read, write after
+// write.
+class RangeTracker {
+ public:
+  explicit RangeTracker(std::uint64_t bytes) {
+    if (bytes > 0) segments_[0] = {bytes, -1, {}};
+  }
+
+  void dependencies(Range r, bool writes, std::vector<int>& out) {
+    forEach(r, [&](Segment& s) {
+      if (s.writer >= 0) out.push_back(s.writer);
+      if (writes) out.insert(out.end(), s.readers.begin(), s.readers.end());
+    });
+  }
+
+  void record(Range r, bool writes, int step) {
+    forEach(r, [&](Segment& s) {
+      if (writes) {
+        s.writer = step;
+        s.readers.clear();
+      } else {
+        s.readers.push_back(step);
+      }
+    });
+  }
+
+ private:
+  struct Segment {
+    std::uint64_t end = 0;
+    int writer = -1;
+    std::vector<int> readers;
+  };
+
+  void split(std::uint64_t at) {
+    auto it = segments_.upper_bound(at);
+    if (it == segments_.begin()) return;
+    --it;
+    if (it->first == at || it->second.end <= at) return;
+    Segment tail = it->second;
+    it->second.end = at;
+    segments_.emplace(at, std::move(tail));
+  }
+
+  template <typename F>
+  void forEach(Range r, F f) {
+    if (r.second == 0) return;
+    const std::uint64_t end = r.first + r.second;
+    split(r.first);
+    split(end);
+    for (auto it = segments_.find(r.first); it != segments_.end() && it->first < end; ++it) {
+      f(it->second);
+    }
+  }
+
+  std::map<std::uint64_t, Segment> segments_;
+};
+
+// ---- ownership ---------------------------------------------------------------------
+
+struct Block {
+  Range range;
+  int home = 0;        // node position
+  int home_rank = -1;  // owns the whole block on its home node (AllGather/ReduceScatter)
+};
+
+struct Piece {
+  Range range;
+  std::size_t block = 0;
+  int home = 0;            // node position
+  std::vector<int> owner;  // per node position: the owning rank
+  std::vector<int> port;   // per node position: the owning port (index into its ports)
+};
+
+// `r` cut into `parts` near-equal runs of whole elements (the first ones one element
+// longer).
+std::vector<Range> evenParts(Range r, int parts, std::uint64_t es) {
+  std::vector<Range> out;
+  const std::uint64_t elements = r.second / es;
+  const auto p = static_cast<std::uint64_t>(parts);
+  std::uint64_t at = r.first;
+  for (std::uint64_t i = 0; i < p; ++i) {
+    const std::uint64_t e = elements / p + (i < elements % p ? 1 : 0);
+    out.emplace_back(at, e * es);
+    at += e * es;
+  }
+  return out;
+}
+
+// a_done / a_total < b_done / b_total (totals positive).
+bool lessDone(std::uint64_t a_done, std::uint64_t a_total, std::uint64_t b_done,
+              std::uint64_t b_total) {
+  return static_cast<double>(a_done) * static_cast<double>(b_total) <
+         static_cast<double>(b_done) * static_cast<double>(a_total);
+}
+
+// ---- the composition -------------------------------------------------------------
+
+struct NodeTrees {
+  std::vector<detail::LoweredTree> trees;
+  std::map<int, std::vector<std::size_t>> by_root;  // rank -> indices into trees
+  std::string note;
+};
+
+class Composer {
+ public:
+  Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
+           const treegen::PackOptions& pack)
+      : plan_(plan),
+        t_(t),
+        options_(options),
+        pack_(pack),
+        layout_(nodeLayout(t)),
+        b_(plan, t, options),
+        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)) {}
+
+  void run(Collective c, int root_rank) {
+    const int nodes = static_cast<int>(layout_.node_ids.size());
+    const std::uint64_t es = this->es();
+    const int root_node = root_rank >= 0 ? layout_.node_of_rank[root_rank] : -1;
+    std::vector<Block> blocks;
+    switch (c) {
+      case Collective::AllReduce: {
+        auto parts = evenParts({0, plan_.bytes}, nodes, es);
+        for (int m = 0; m < nodes; ++m) blocks.push_back({parts[m], m, -1});
+        break;
+      }
+      case Collective::Broadcast:
+      case Collective::Reduce:
+        blocks.push_back({{0, plan_.bytes}, root_node, -1});
+        break;
+      case Collective::AllGather:
+      case Collective::ReduceScatter:
+        for (int r = 0; r < plan_.num_ranks; ++r) {
+          blocks.push_back(
+              {{plan_.segmentOffset(r), plan_.segmentBytes(r)}, layout_.node_of_rank[r], r});
+        }
+        break;
+    }
+    buildPieces(blocks);
+
+    // The trees first: every chunk size is chosen for the whole pipeline a chunk goes
+    // through (intra-node tree, inter-node chain, intra-node tree), not for one phase.
+    const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
+    int intra_depth = 0;
+    for (int k = 0; k < nodes; ++k) {
+      if (rooted && k == root_node) {
+        if (localCount(k) >= 2) root_trees_ = broadcastTrees(k, root_rank);
+        for (const auto& t : root_trees_.trees) intra_depth = std::max(intra_depth, t.depth);
+      } else {
+        for (const auto& t : allGatherTrees(k).trees) intra_depth = std::max(intra_depth, t.depth);
+      }
+    }
+    const int chain_hops = (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
+    pipeline_depth_ = chain_hops + 2 * intra_depth;
+
+    // Channels: P1 on [0, kPhase), P3 on [kPhase, 2 kPhase), P2 from 2 kPhase: two per
+    // home node (reduce chain, broadcast chain). Intra-node and inter-node messages
+    // never share a (sender, receiver) pair anyway.
+    const int p1 = 0, p3 = kPhase, p2 = 2 * kPhase;
+    auto everyPiece = [](const Piece&) { return true; };
+    switch (c) {
+      case Collective::AllReduce:
+        for (int k = 0; k < nodes; ++k) intraOwned(k, everyPiece, true, p1);
+        chains(true, true, p2);
+        for (int k = 0; k < nodes; ++k) intraOwned(k, everyPiece, false, p3);
+        break;
+      case Collective::Broadcast:
+        intraWhole(root_node, root_rank, false, p1);
+        chains(false, true, p2);
+        for (int k = 0; k < nodes; ++k) {
+          if (k != root_node) intraOwned(k, everyPiece, false, p3);
+        }
+        break;
+      case Collective::Reduce:
+        for (int k = 0; k < nodes; ++k) {
+          if (k != root_node) intraOwned(k, everyPiece, true, p1);
+        }
+        chains(true, false, p2);
+        intraWhole(root_node, root_rank, true, p3);
+        break;
+      case Collective::AllGather:
+        for (int k = 0; k < nodes; ++k) intraSegments(k, false, p1);
+        chains(false, true, p2);
+        for (int k = 0; k < nodes; ++k) {
+          intraOwned(
+              k, [k](const Piece& p) { return p.home != k; }, false, p3);
+        }
+        break;
+      case Collective::ReduceScatter:
+        for (int k = 0; k < nodes; ++k) {
+          intraOwned(
+              k, [k](const Piece& p) { return p.home != k; }, true, p1);
+        }
+        chains(true, false, p2);
+        for (int k = 0; k < nodes; ++k) intraSegments(k, true, p3);
+        break;
+    }
+    if (plan_.chunk_bytes == 0) plan_.chunk_bytes = largest_chunk_;
+    describe();
+  }
+
+ private:
+  static constexpr int kPhase = 1024;
+
+  std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
+  int localCount(int k) const { return static_cast<int>(layout_.ranks[k].size()); }
+
+  // Pieces: the common refinement of every node's cut of every block.
+  void buildPieces(const std::vector<Block>& blocks) {
+    const int nodes = static_cast<int>(layout_.node_ids.size());
+    owned_.assign(static_cast<std::size_t>(plan_.num_ranks), {});
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const Block& block = blocks[b];
+      if (block.range.second == 0) continue;
+      // Per node: the ports that share the block (all of them, or on its home node the
+      // home rank's own), and their parts of it.
+      std::vector<std::vector<int>> sharing(nodes);
+      std::vector<std::vector<Range>> cut(nodes);
+      std::set<std::uint64_t> bounds{block.range.first, block.range.first + block.range.second};
+      for (int k = 0; k < nodes; ++k) {
+        const auto& ports = layout_.ports[static_cast<std::size_t>(k)];
+        for (std::size_t j = 0; j < ports.size(); ++j) {
+          if (k != block.home || block.home_rank < 0 || ports[j].rank == block.home_rank) {
+            sharing[k].push_back(static_cast<int>(j));
+          }
+        }
+        cut[k] = evenParts(block.range, static_cast<int>(sharing[k].size()), es());
+        for (const Range& part : cut[k]) bounds.insert(part.first);
+      }
+      for (auto it = bounds.begin(); std::next(it) != bounds.end(); ++it) {
+        Piece p;
+        p.range = {*it, *std::next(it) - *it};
+        p.block = b;
+        p.home = block.home;
+        for (int k = 0; k < nodes; ++k) {
+          // The last part starting at or before the piece (empty parts start where
+          // the next one does, so this is the part that holds it).
+          std::size_t i = 0;
+          for (std::size_t q = 0; q < cut[k].size(); ++q) {
+            if (cut[k][q].first <= p.range.first && cut[k][q].second > 0) i = q;
+          }
+          p.port.push_back(sharing[k][i]);
+          p.owner.push_back(layout_.ports[k][static_cast<std::size_t>(p.port.back())].rank);
+        }
+        for (int k = 0; k < nodes; ++k) owned_[p.owner[k]].push_back(pieces_.size());
+        pieces_.push_back(std::move(p));
+      }
+    }
+  }
+
+  // ---- intra-node phases ----
+
+  const NodeTrees& allGatherTrees(int k) {
+    auto it = ag_trees_.find(k);
+    if (it != ag_trees_.end()) return it->second;
+    NodeTrees nt;
+    if (localCount(k) >= 2) {
+      NodeTopology sub = intraTopology(k);
+      nt = lowered(toFull(treegen::packAllGather(sub.sub, pack_), sub.to_full));
+    }
+    return ag_trees_.emplace(k, std::move(nt)).first->second;
+  }
+
+  NodeTrees broadcastTrees(int k, int root_rank) {
+    if (localCount(k) < 2) return {};
+    NodeTopology sub = intraTopology(k);
+    const int root_gpu = plan_.rank_gpu[root_rank];
+    return lowered(toFull(treegen::packBroadcast(sub.sub, root_gpu, pack_), sub.to_full));
+  }
+
+  // Node k's links for its trees: without the hops of its ports' routes to their NICs
+  // (so the trees leave the PCIe lanes to the network) when its GPUs stay connected
+  // without them, else all of them.
+  NodeTopology intraTopology(int k) {
+    const int node = layout_.node_ids[static_cast<std::size_t>(k)];
+    HopSet used;
+    for (const auto& port : layout_.ports[static_cast<std::size_t>(k)]) {
+      if (!port.nic) continue;
+      const topo::Vertex g = *t_.findGpu(plan_.rank_gpu[port.rank]);
+      auto route = shortestWidestRoute(t_, g, *port.nic, insideNode(t_, node));
+      for (std::size_t h = 0; h + 1 < route.size(); ++h) {
+        used.insert({route[h], route[h + 1]});
+        used.insert({route[h + 1], route[h]});
+      }
+    }
+    NodeTopology sub = nodeTopology(t_, node, used);
+    if (!used.empty() && gpusConnected(sub.sub)) {
+      intra_links_[k] = "without the links to its NICs";
+      return sub;
+    }
+    intra_links_[k] = "over all its links";
+    return nodeTopology(t_, node);
+  }
+
+  NodeTrees lowered(const treegen::TreeSet& set) {
+    NodeTrees nt;
+    for (const auto& tree : set.trees) {
+      nt.by_root[b_.rankOf(tree.root_gpu)].push_back(nt.trees.size());
+      nt.trees.push_back(b_.lower(tree));
+    }
+    std::ostringstream note;
+    note << set.method << " trees: " << set.trees.size() << ", " << set.rate_gbps << " of "
+         << set.bound_gbps << " GB/s";
+    nt.note = note.str();
+    if (nt.trees.size() > static_cast<std::size_t>(kPhase)) {
+      throw Error(blinkInternalError, "hierarchical: more trees in one node than channels");
+    }
+    return nt;
+  }
+
+  // Node k: what each local rank owns among the pieces `which` accepts, over the node's
+  // allgather trees rooted at it: up (reduced to the owner) or down (from it).
+  template <typename Which>
+  void intraOwned(int k, Which which, bool up, int channel_base) {
+    if (localCount(k) < 2) return;
+    std::map<int, std::vector<Range>> ranges;
+    for (int r : layout_.ranks[k]) {
+      std::vector<Range> mine;
+      for (std::size_t i : owned_[r]) {
+        if (layout_.node_of_rank[r] == k && pieces_[i].owner[k] == r && which(pieces_[i])) {
+          mine.push_back(pieces_[i].range);
+        }
+      }
+      ranges[r] = std::move(mine);
+    }
+    intra(allGatherTrees(k), ranges, up, channel_base);
+  }
+
+  // Node k: each local rank's own segment (block r: the pieces of it) over the
+  // allgather trees rooted at it.
+  void intraSegments(int k, bool up, int channel_base) {
+    if (localCount(k) < 2) return;
+    std::map<int, std::vector<Range>> ranges;
+    for (int r : layout_.ranks[k]) ranges[r] = {};
+    for (const Piece& p : pieces_) {
+      if (layout_.node_of_rank[p.block] == k) ranges[static_cast<int>(p.block)].push_back(p.range);
+    }
+    intra(allGatherTrees(k), ranges, up, channel_base);
+  }
+
+  // The root's node: the whole buffer (every piece) over the node's broadcast trees
+  // from the root.
+  void intraWhole(int k, int root_rank, bool up, int channel_base) {
+    if (localCount(k) < 2) return;
+    std::vector<Range> all;
+    for (const Piece& p : pieces_) all.push_back(p.range);
+    intra(root_trees_, {{root_rank, all}}, up, channel_base);
+  }
+
+  // The ranges of each root (pieces) are dealt out to the root's trees chunk by chunk,
+  // each next chunk to the tree that would finish it first at its weight (stride
+  // scheduling), from the piece least done: as the inter-node chains move every piece
+  // at once, front to back, each tree then works on what they produce or need next,
+  // in proportion to its weight, instead of one tree's contiguous share or one piece
+  // holding up the others.
+  void intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
+             int channel_base) {
+    for (const auto& [root, list] : ranges) {
+      if (list.empty()) continue;
+      auto it = nt.by_root.find(root);
+      if (it == nt.by_root.end()) {
+        throw Error(blinkInternalError,
+                    "hierarchical: no tree of its node is rooted at rank " + std::to_string(root));
+      }
+      const std::vector<std::size_t>& trees = it->second;
+      double weight = 0.0;
+      std::uint64_t total = 0;
+      for (std::size_t i : trees) weight += std::max(nt.trees[i].gbps, 0.0);
+      for (const Range& r : list) total += r.second;
+      std::vector<std::uint64_t> chunk(trees.size()), given(trees.size(), 0);
+      for (std::size_t i = 0; i < trees.size(); ++i) {
+        const double share = weight > 0 ? nt.trees[trees[i]].gbps / weight : 1.0;
+        const auto bytes = static_cast<std::uint64_t>(static_cast<double>(total) * share);
+        chunk[i] = chunkFor(nt.trees[trees[i]].latency_s, nt.trees[trees[i]].gbps,
+                            std::max(bytes / es() * es(), es()));
+      }
+      std::vector<std::vector<Range>> dealt(trees.size());
+      std::vector<std::uint64_t> done(list.size(), 0);
+      for (std::uint64_t left = total; left > 0;) {
+        std::size_t tree = 0;
+        double best_finish = std::numeric_limits<double>::infinity();
+        for (std::size_t i = 0; i < trees.size(); ++i) {
+          const double w = nt.trees[trees[i]].gbps;
+          if (w <= 0) continue;
+          const double finish = static_cast<double>(given[i] + chunk[i]) / w;
+          if (finish < best_finish) {
+            best_finish = finish;
+            tree = i;
+          }
+        }
+        // The ranges advance together (least done first), as the chains of the
+        // inter-node phase deliver or take them.
+        std::size_t range = list.size();
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          if (done[k] == list[k].second) continue;
+          if (range == list.size() ||
+              lessDone(done[k], list[k].second, done[range], list[range].second)) {
+            range = k;
+          }
+        }
+        const std::uint64_t len = std::min(chunk[tree], list[range].second - done[range]);
+        dealt[tree].emplace_back(list[range].first + done[range], len);
+        given[tree] += len;
+        done[range] += len;
+        left -= len;
+        largest_chunk_ = std::max(largest_chunk_, len);
+      }
+      for (std::size_t i = 0; i < trees.size(); ++i) {
+        const int channel = channel_base + static_cast<int>(trees[i]);
+        for (const Range& c : dealt[i]) treePass(nt.trees[trees[i]], channel, c, up);
+      }
+    }
+  }
+
+  void treePass(const detail::LoweredTree& tree, int channel, Range c, bool up) {
+    if (!up) {
+      for (const auto& m : tree.messages) transfer(m.from, m.to, channel, c, m.route, false);
+      return;
+    }
+    for (auto it = tree.messages.rbegin(); it != tree.messages.rend(); ++it) {
+      transfer(it->to, it->from, channel, c, reversed(it->route), true);
+    }
+  }
+
+  // ---- the inter-node phase ----
+
+  // Every piece's chains, their chunks interleaved over the pieces (least done first),
+  // as the intra-node phases produce and consume them.
+  void chains(bool reduce, bool broadcast, int channel_base) {
+    std::vector<Chain> all;
+    for (const Piece& p : pieces_) all.push_back(chain(p, reduce, broadcast, channel_base));
+    std::vector<std::size_t> next(all.size(), 0);
+    for (;;) {
+      std::size_t pick = all.size();
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (next[i] == all[i].chunks.size()) continue;
+        if (pick == all.size() ||
+            lessDone(next[i], all[i].chunks.size(), next[pick], all[pick].chunks.size())) {
+          pick = i;
+        }
+      }
+      if (pick == all.size()) break;
+      const Chain& ch = all[pick];
+      const Range c = ch.chunks[next[pick]++];
+      for (const Hop& h : ch.hops) transfer(h.from, h.to, h.channel, c, h.route, h.reduce);
+    }
+  }
+
+  struct Hop {
+    int from = 0, to = 0;  // ranks
+    int route = 0;
+    int channel = 0;
+    bool reduce = false;
+  };
+  struct Chain {
+    std::vector<Hop> hops;  // in order: the reduce chain, then the broadcast chain
+    std::vector<Range> chunks;
+  };
+
+  // Piece p among its owners, node after node from its home: a reduce chain ending at
+  // the home node, then (or only) a broadcast chain starting there. Each hop has its
+  // own channel per home node and sending port, so the ports of one GPU (and the
+  // chains of different homes) move at once.
+  Chain chain(const Piece& p, bool reduce, bool broadcast, int channel_base) {
+    const int nodes = static_cast<int>(layout_.node_ids.size());
+    auto node = [&](int i) { return (p.home + i) % nodes; };
+    Chain out;
+    auto hop = [&](int i, bool reducing) {
+      const int k = node(i), m = node(i + 1);
+      const int jk = p.port[static_cast<std::size_t>(k)], jm = p.port[static_cast<std::size_t>(m)];
+      Hop h;
+      h.from = p.owner[static_cast<std::size_t>(k)];
+      h.to = p.owner[static_cast<std::size_t>(m)];
+      h.route = interRoute(k, jk, m, jm);
+      h.channel = channel_base + 2 * (p.home * maxPorts() + jk) + (reducing ? 0 : 1);
+      h.reduce = reducing;
+      out.hops.push_back(h);
+    };
+    if (reduce) {
+      for (int i = 1; i < nodes; ++i) hop(i, true);
+    }
+    if (broadcast) {
+      for (int i = 0; i + 1 < nodes; ++i) hop(i, false);
+    }
+    double latency = 0.0, gbps = std::numeric_limits<double>::infinity();
+    for (const Hop& h : out.hops) {
+      const auto& route = plan_.routes[static_cast<std::size_t>(h.route)];
+      latency = std::max(latency, b_.routeLatency(route));
+      gbps = std::min(gbps, bottleneckGbps(t_, route) / std::max(share_[h.route], 1));
+    }
+    const std::uint64_t chunk = chunkFor(latency, gbps, p.range.second);
+    largest_chunk_ = std::max(largest_chunk_, chunk);
+    out.chunks = b_.chunks(p.range.first, p.range.second, chunk);
+    return out;
+  }
+
+  // BLINK_CHUNK_BYTES, else the alpha-beta rule for `bytes` over the whole pipeline
+  // (pipeline_depth_ stages) at this phase's latency and rate.
+  std::uint64_t chunkFor(double latency_s, double gbps, std::uint64_t bytes) const {
+    if (options_.chunk_bytes > 0) {
+      return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
+    }
+    return chooseChunkBytes(bytes, pipeline_depth_, latency_s + options_.step_overhead_us * 1e-6,
+                            gbps, options_.element_size);
+  }
+
+  int maxPorts() const {
+    std::size_t most = 1;
+    for (const auto& ports : layout_.ports) most = std::max(most, ports.size());
+    return static_cast<int>(most);
+  }
+
+  // How many ports of node k use the NIC of port j (at least 1).
+  int nicShare(int k, int j) const {
+    const auto& ports = layout_.ports[static_cast<std::size_t>(k)];
+    const auto& nic = ports[static_cast<std::size_t>(j)].nic;
+    if (!nic) return 1;
+    int n = 0;
+    for (const auto& port : ports) n += port.nic == nic ? 1 : 0;
+    return std::max(n, 1);
+  }
+
+  // Port j of node k to port jm of node m: GPU -> its NIC -> network switches -> the
+  // peer's NIC -> peer GPU.
+  int interRoute(int k, int j, int m, int jm) {
+    auto key = std::make_tuple(k, j, m, jm);
+    if (auto it = inter_routes_.find(key); it != inter_routes_.end()) return it->second;
+    const auto& from = layout_.ports[static_cast<std::size_t>(k)][static_cast<std::size_t>(j)];
+    const auto& to = layout_.ports[static_cast<std::size_t>(m)][static_cast<std::size_t>(jm)];
+    const topo::Vertex a = *t_.findGpu(plan_.rank_gpu[from.rank]);
+    const topo::Vertex z = *t_.findGpu(plan_.rank_gpu[to.rank]);
+    std::vector<topo::Vertex> route;
+    if (from.nic && to.nic) {
+      auto first = shortestWidestRoute(t_, a, *from.nic, insideNode(t_, t_.device(a).node));
+      auto middle = shortestWidestRoute(t_, *from.nic, *to.nic, [this](topo::Vertex v) {
+        return t_.device(v).kind == topo::DeviceKind::NetSwitch;
+      });
+      auto last = shortestWidestRoute(t_, *to.nic, z, insideNode(t_, t_.device(z).node));
+      if (!first.empty() && !middle.empty() && !last.empty()) {
+        route = first;
+        route.insert(route.end(), middle.begin() + 1, middle.end());
+        route.insert(route.end(), last.begin() + 1, last.end());
+      }
+    }
+    if (route.empty()) {
+      route = shortestWidestRoute(
+          t_, a, z, [this](topo::Vertex v) { return t_.device(v).kind != topo::DeviceKind::Gpu; });
+    }
+    if (route.empty()) {
+      throw Error(blinkInvalidInput, "hierarchical: no path from " + t_.device(a).id + " to " +
+                                         t_.device(z).id + " in topology " + t_.name());
+    }
+    const int index = b_.writer().route(route);
+    inter_routes_.emplace(key, index);
+    share_[index] = std::max(share_[index], std::max(nicShare(k, j), nicShare(m, jm)));
+    return index;
+  }
+
+  // ---- steps ----
+
+  int reversed(int route) {
+    if (auto it = reversed_.find(route); it != reversed_.end()) return it->second;
+    std::vector<topo::Vertex> r = plan_.routes[route];
+    std::reverse(r.begin(), r.end());
+    const int index = b_.writer().route(r);
+    reversed_.emplace(route, index);
+    return index;
+  }
+
+  // One message: a Send on `from` and its Recv (or RecvReduce) on `to`, each depending
+  // on what its rank did earlier to the same bytes.
+  void transfer(int from, int to, int channel, Range r, int route, bool reduce) {
+    if (r.second == 0) return;
+    std::vector<int> deps;
+    tracks_[from].dependencies(r, false, deps);
+    const int send =
+        b_.writer().add(from, {StepKind::Send, to, channel, r.first, r.second, 0, route, deps});
+    tracks_[from].record(r, false, send);
+    deps.clear();
+    tracks_[to].dependencies(r, true, deps);
+    const int recv = b_.writer().add(to, {reduce ? StepKind::RecvReduce : StepKind::Recv, from,
+                                          channel, r.first, r.second, 0, -1, deps});
+    tracks_[to].record(r, true, recv);
+  }
+
+  void describe() {
+    std::ostringstream out;
+    out << "hierarchical: " << layout_.node_ids.size() << " nodes of";
+    for (const auto& ranks : layout_.ranks) out << " " << ranks.size();
+    out << " GPUs, " << pieces_.size() << " pieces";
+    std::set<topo::Vertex> nics;
+    std::size_t ports = 0;
+    for (const auto& node : layout_.ports) {
+      ports += node.size();
+      for (const auto& port : node) {
+        if (port.nic) nics.insert(*port.nic);
+      }
+    }
+    out << ", " << ports << " ports on " << nics.size() << " NICs";
+    plan_.notes.push_back(out.str());
+    for (const auto& [k, nt] : ag_trees_) {
+      if (!nt.trees.empty()) {
+        plan_.notes.push_back("node " + std::to_string(layout_.node_ids[k]) + " " + nt.note + ", " +
+                              intra_links_[k]);
+      }
+    }
+    if (!root_trees_.trees.empty()) plan_.notes.push_back("root node " + root_trees_.note);
+  }
+
+  Plan& plan_;
+  const topo::Topology& t_;
+  const LowerOptions& options_;
+  const treegen::PackOptions& pack_;
+  NodeLayout layout_;
+  detail::Builder b_;
+  std::vector<RangeTracker> tracks_;
+  std::vector<Piece> pieces_;
+  std::vector<std::vector<std::size_t>> owned_;  // rank -> pieces it owns
+  std::map<int, NodeTrees> ag_trees_;
+  std::map<int, std::string> intra_links_;  // node position -> which links its trees use
+  NodeTrees root_trees_;
+  std::map<std::tuple<int, int, int, int>, int> inter_routes_;
+  std::map<int, int> share_;  // inter-node route -> ports sharing its busier NIC
+  std::map<int, int> reversed_;
+  std::uint64_t largest_chunk_ = 0;
+  int pipeline_depth_ = 2;
+};
+
+}  // namespace
+
+NodeLayout nodeLayout(const topo::Topology& t) {
+  NodeLayout out;
+  const auto gpus = t.gpus();
+  std::set<int> ids;
+  for (topo::Vertex g : gpus) ids.insert(t.device(g).node);
+  out.node_ids.assign(ids.begin(), ids.end());
+  out.ranks.resize(out.node_ids.size());
+  for (int r = 0; r < static_cast<int>(gpus.size()); ++r) {
+    const int k = static_cast<int>(
+        std::lower_bound(out.node_ids.begin(), out.node_ids.end(), t.device(gpus[r]).node) -
+        out.node_ids.begin());
+    out.node_of_rank.push_back(k);
+    out.local_of_rank.push_back(static_cast<int>(out.ranks[k].size()));
+    out.ranks[k].push_back(r);
+  }
+  // Ports: see hierarchical.hpp.
+  out.nic.assign(gpus.size(), std::nullopt);
+  out.ports.resize(out.node_ids.size());
+  for (std::size_t k = 0; k < out.node_ids.size(); ++k) {
+    std::vector<topo::Vertex> nics;
+    for (topo::Vertex v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+      if (t.device(v).kind == topo::DeviceKind::Nic && t.device(v).node == out.node_ids[k]) {
+        nics.push_back(v);
+      }
+    }
+    const auto& ranks = out.ranks[k];
+    // hops[i][n]: route length from the i-th GPU to the n-th NIC (0: unreachable).
+    std::vector<std::vector<std::size_t>> hops(ranks.size(), std::vector<std::size_t>(nics.size()));
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      for (std::size_t n = 0; n < nics.size(); ++n) {
+        hops[i][n] =
+            shortestWidestRoute(t, gpus[ranks[i]], nics[n], insideNode(t, out.node_ids[k])).size();
+      }
+    }
+    const bool spare_nics = nics.size() > ranks.size();
+    std::vector<int> load(nics.size(), 0);
+    std::vector<std::vector<std::size_t>> mine(ranks.size());  // NIC indices per GPU
+    if (spare_nics) {
+      // A NIC of its own for every GPU: the closest (GPU, NIC) pairs first.
+      std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> pairs;  // hops, GPU, NIC
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        for (std::size_t n = 0; n < nics.size(); ++n) {
+          if (hops[i][n] > 0) pairs.emplace_back(hops[i][n], i, n);
+        }
+      }
+      std::sort(pairs.begin(), pairs.end());
+      for (auto [h, i, n] : pairs) {
+        if (mine[i].empty() && load[n] == 0) {
+          mine[i].push_back(n);
+          ++load[n];
+        }
+      }
+    } else {
+      // Every GPU its nearest NIC, ties to the least loaded.
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        std::size_t best = nics.size();
+        for (std::size_t n = 0; n < nics.size(); ++n) {
+          if (hops[i][n] == 0) continue;
+          if (best == nics.size() || hops[i][n] < hops[i][best] ||
+              (hops[i][n] == hops[i][best] && load[n] < load[best])) {
+            best = n;
+          }
+        }
+        if (best < nics.size()) {
+          mine[i].push_back(best);
+          ++load[best];
+        }
+      }
+    }
+    // NICs nobody has yet: to the GPUs with the fewest ports, nearest first.
+    for (std::size_t n = 0; n < nics.size(); ++n) {
+      if (load[n] > 0) continue;
+      std::size_t best = ranks.size();
+      for (std::size_t i = 0; i < ranks.size(); ++i) {
+        if (hops[i][n] == 0) continue;
+        if (best == ranks.size() || mine[i].size() < mine[best].size() ||
+            (mine[i].size() == mine[best].size() && hops[i][n] < hops[best][n])) {
+          best = i;
+        }
+      }
+      if (best < ranks.size()) {
+        mine[best].push_back(n);
+        ++load[n];
+      }
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (mine[i].empty()) out.ports[k].push_back({ranks[i], std::nullopt});
+      for (std::size_t n : mine[i]) out.ports[k].push_back({ranks[i], nics[n]});
+      if (!mine[i].empty()) out.nic[ranks[i]] = nics[mine[i].front()];
+    }
+  }
+  return out;
+}
+
+bool isMultiNode(const topo::Topology& topology) {
+  std::set<int> nodes;
+  for (topo::Vertex g : topology.gpus()) nodes.insert(topology.device(g).node);
+  return nodes.size() >= 2;
+}
+
+Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+                       int root_rank, const LowerOptions& options,
+                       const treegen::PackOptions& pack) {
+  Plan plan = emptyPlan(collective, "blink-hierarchical", topology, bytes, options.element_size);
+  plan.chunk_bytes = options.chunk_bytes;
+  if (!isMultiNode(topology)) {
+    throw Error(blinkInvalidArgument,
+                "hierarchical plan: the GPUs of " + topology.name() + " lie on one node");
+  }
+  const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
+  if (rooted) {
+    if (root_rank < 0 || root_rank >= plan.num_ranks) {
+      throw Error(blinkInvalidArgument, "hierarchical plan: root " + std::to_string(root_rank) +
+                                            " is not one of the " + std::to_string(plan.num_ranks) +
+                                            " ranks");
+    }
+    plan.root = root_rank;
+  }
+  if (bytes == 0) return plan;
+  Composer composer(plan, topology, options, pack);
+  composer.run(collective, rooted ? root_rank : -1);
+  validateStructure(plan);
+  return plan;
+}
+
+}  // namespace blink::plan

@@ -1,0 +1,90 @@
+// The hierarchical (intra-node + inter-node) composition of plans for topologies
+// whose GPUs lie on more than one node (Device::node), after the Blink paper's
+// multi-server design: trees packed inside each node, an inter-node phase in which
+// every local GPU's share crosses the network on its own NIC, all at once.
+//
+// Ownership. The buffer is cut into blocks, each with a home node:
+// - AllReduce: N near-equal blocks, block m homed on node m (N = nodes with GPUs);
+// - Broadcast / Reduce: one block, homed on the root's node;
+// - AllGather / ReduceScatter: one block per rank (its segment, Plan::segmentOffset),
+//   homed on the rank's node and owned there by the rank itself.
+// Every node k cuts every block into V_k near-equal contiguous parts, V_k its ports
+// (NodeLayout: one per GPU, more where NICs outnumber GPUs), part j owned by its j-th
+// port (except where the rank itself owns its segment on its home node). The common
+// refinement of these cuts gives the pieces: a piece has exactly one owner on every
+// node, whatever the nodes' GPU counts, and each port owns about 1/V_k of every
+// block, so the inter-node traffic of a node is spread evenly over its GPUs and NICs.
+// With equal counts the pieces are the slices of each block and the owners of a piece
+// share their local index.
+//
+// Phases (per collective; P1 and P3 inside each node over trees packed on the node's
+// own sub-topology, P2 between the owners of each piece):
+// - AllReduce: P1 ReduceScatter to the owners; P2 for each piece a chain reduce
+//   along the nodes ending at the home node, then a chain broadcast from it (the
+//   ring AllReduce, piece by piece: each node sends 2(N-1)/N of the buffer); P3
+//   AllGather from the owners.
+// - Broadcast: P1 broadcast on the root's node; P2 chain broadcast of each piece from
+//   its owner there; P3 AllGather from the owners on every other node.
+// - Reduce: P1 ReduceScatter to the owners on every node but the root's; P2 chain
+//   reduce of each piece to its owner on the root's node; P3 reduce to the root.
+// - AllGather: P1 AllGather of the node's own segments; P2 chain broadcast of each
+//   piece from its home rank; P3 AllGather of the pieces received.
+// - ReduceScatter: P1 ReduceScatter of the pieces homed elsewhere; P2 chain reduce of
+//   each piece to its home rank; P3 ReduceScatter of the node's own segments.
+//
+// Routes of P2: from a GPU to the NIC of the owning port (fewest hops, widest among
+// them), across the network switches to the peer port's NIC, and to the peer GPU; a
+// node without a reachable NIC falls back to the widest shortest path. The trees of
+// P1/P3 are packed without the links those routes use inside the node (on NVLink
+// machines: NVLink only) when the node's GPUs stay connected without them, else over
+// all the node's links.
+//
+// Pipelining: every step's dependencies are derived from the byte ranges it reads and
+// writes on its rank (read after write, write after read or write), in the order the
+// phases are written, so each chunk of a phase starts as soon as the chunks of the
+// previous phase it overlaps are done; nothing waits for a whole phase.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "plan/lower_trees.hpp"
+#include "plan/plan.hpp"
+#include "topology/topology.hpp"
+#include "treegen/treegen.hpp"
+
+namespace blink::plan {
+
+// The nodes of a topology as the composition sees them. A port is a GPU with one NIC
+// its inter-node traffic uses: every GPU has one (its nearest NIC, the least loaded on
+// a tie; none when no NIC is reachable inside its node); where a node has more NICs
+// than GPUs, each GPU first takes the nearest NIC nobody has, and the NICs left over
+// go to the GPUs with the fewest ports (nearest first), so every NIC carries traffic.
+struct NodeLayout {
+  struct Port {
+    int rank = 0;
+    std::optional<topo::Vertex> nic;
+  };
+  std::vector<int> node_ids;                     // Device::node of each node with GPUs, increasing
+  std::vector<std::vector<int>> ranks;           // per node: its ranks, increasing
+  std::vector<std::vector<Port>> ports;          // per node: its ports, by rank then NIC
+  std::vector<int> node_of_rank;                 // index into node_ids
+  std::vector<int> local_of_rank;                // position in ranks[node_of_rank]
+  std::vector<std::optional<topo::Vertex>> nic;  // per rank: the NIC of its first port
+};
+
+NodeLayout nodeLayout(const topo::Topology& topology);
+
+// True when the topology's GPUs lie on at least two nodes.
+bool isMultiNode(const topo::Topology& topology);
+
+// The hierarchical plan (algorithm "blink-hierarchical") of `collective` over every
+// GPU of `topology`; root_rank for Broadcast/Reduce. Throws blinkInvalidArgument for
+// a topology whose GPUs lie on one node, a bad root or a buffer that is not whole
+// elements; packing errors of a node's sub-topology propagate.
+Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+                       int root_rank, const LowerOptions& options,
+                       const treegen::PackOptions& pack = {});
+
+}  // namespace blink::plan
