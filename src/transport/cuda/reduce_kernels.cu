@@ -64,16 +64,19 @@ struct OpProd {
     return x * y;
   }
 };
+// The same comparisons as the host kernels (reduce_cpu.cpp, after Open MPI's
+// ompi_op_base_2buff_min/max with x the accumulated operand): a NaN in either operand
+// or a tie of +0 and -0 gives y, so a GPU rank and a host rank agree bit for bit.
 struct OpMin {
   template <typename A>
   __device__ A operator()(A x, A y) const {
-    return y < x ? y : x;
+    return x < y ? x : y;
   }
 };
 struct OpMax {
   template <typename A>
   __device__ A operator()(A x, A y) const {
-    return x < y ? y : x;
+    return x > y ? x : y;
   }
 };
 
