@@ -69,6 +69,7 @@ Communicator::Communicator(MPI_Comm comm) {
       try {
         job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
+        single_copy_ = env::getChoice("BLINK_SHM_SINGLE_COPY") == "1";
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -99,6 +100,7 @@ Communicator::Communicator(MPI_Comm comm) {
     }
     transport::ShmOptions shm_options;
     shm_options.timeout_seconds = timeout_s_;
+    shm_options.single_copy = single_copy_;
     shm_ = std::make_unique<transport::ShmTransport>(node_comm_, std::move(node_rank_of),
                                                      layout_.rank, shm_options);
     pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);

@@ -78,6 +78,7 @@ class Communicator {
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
   double timeout_s_ = 300.0;
+  bool single_copy_ = true;  // BLINK_SHM_SINGLE_COPY
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<Transport> pmpi_;
   std::map<PlanKey, CachedPlan> cache_;

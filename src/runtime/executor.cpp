@@ -294,10 +294,7 @@ class Run {
                 combine_(dest + at, piece, n);
               });
         } else {
-          finished = recv_streams_[l]->pull(
-              s.bytes, done, [dest](std::size_t at, const std::byte* piece, std::size_t n) {
-                std::memcpy(dest + at, piece, n);
-              });
+          finished = recv_streams_[l]->pullTo(s.bytes, done, dest);
         }
       }
       moved |= done != before;

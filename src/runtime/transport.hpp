@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -50,6 +51,13 @@ class RecvStream {
   // Hands what has arrived of the current message of `bytes` bytes to `sink`,
   // continuing at `received` (updated). True once the whole message is delivered.
   virtual bool pull(std::size_t bytes, std::size_t& received, const PieceSink& sink) = 0;
+  // The same for a message that is only to be stored at dest: a transport that can
+  // place bytes there directly (without a piece buffer) overrides it.
+  virtual bool pullTo(std::size_t bytes, std::size_t& received, std::byte* dest) {
+    return pull(bytes, received, [dest](std::size_t at, const std::byte* piece, std::size_t n) {
+      std::memcpy(dest + at, piece, n);
+    });
+  }
 };
 
 // A stream's identity: the peer (a rank of the Blink communicator) and the channel.

@@ -4,12 +4,14 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -104,13 +106,23 @@ class Fifo {
   std::size_t slot_bytes_;
 };
 
+// What a single-copy message puts in its one slot.
+struct SingleCopyDescriptor {
+  std::uint64_t address;  // of the message in the sender's address space
+  std::uint64_t bytes;
+};
+
 class ShmSendStream final : public runtime::SendStream {
  public:
-  explicit ShmSendStream(Fifo fifo) : fifo_(fifo), written_(fifo.written().load()) {}
+  ShmSendStream(Fifo fifo, const SingleCopyState& single_copy)
+      : fifo_(fifo), single_copy_(single_copy), written_(fifo.written().load()) {}
 
   bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
     if (sent >= bytes) return true;
     std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
+    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+      return pushDescriptor(data, bytes, sent, consumed);
+    }
     while (sent < bytes && written_ - consumed < fifo_.count()) {
       const std::size_t n = std::min(fifo_.slotBytes(), bytes - sent);
       std::memcpy(fifo_.slot(written_), data + sent, n);
@@ -122,16 +134,50 @@ class ShmSendStream final : public runtime::SendStream {
   }
 
  private:
+  // Posts the descriptor once a slot is free, then reports the message sent only
+  // when the receiver has consumed that slot: until then it reads the source range.
+  bool pushDescriptor(const std::byte* data, std::size_t bytes, std::size_t& sent,
+                      std::uint64_t consumed) {
+    if (!descriptor_posted_) {
+      if (written_ - consumed >= fifo_.count()) return false;
+      const SingleCopyDescriptor d{reinterpret_cast<std::uint64_t>(data), bytes};
+      std::memcpy(fifo_.slot(written_), &d, sizeof d);
+      descriptor_sequence_ = written_;
+      descriptor_posted_ = true;
+      ++written_;
+      fifo_.written().store(written_, std::memory_order_release);
+      return false;
+    }
+    if (consumed <= descriptor_sequence_) return false;
+    descriptor_posted_ = false;
+    sent = bytes;
+    return true;
+  }
+
   Fifo fifo_;
+  const SingleCopyState& single_copy_;
   std::uint64_t written_;
+  bool descriptor_posted_ = false;
+  std::uint64_t descriptor_sequence_ = 0;
 };
 
 class ShmRecvStream final : public runtime::RecvStream {
  public:
-  explicit ShmRecvStream(Fifo fifo) : fifo_(fifo), consumed_(fifo.consumed().load()) {}
+  ShmRecvStream(Fifo fifo, SingleCopyState& single_copy, int sender)
+      : fifo_(fifo),
+        single_copy_(single_copy),
+        sender_(sender),
+        consumed_(fifo.consumed().load()) {}
 
   bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
     if (received >= bytes) return true;
+    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+      return pullSingleCopy(bytes, received, [this, &sink](std::size_t at, std::size_t n) {
+        std::byte* piece = single_copy_.piece_buffer.data();
+        readFromSender(piece, at, n);
+        sink(at, piece, n);
+      });
+    }
     std::uint64_t written = fifo_.written().load(std::memory_order_acquire);
     while (received < bytes && consumed_ < written) {
       const std::size_t n = std::min(fifo_.slotBytes(), bytes - received);
@@ -143,10 +189,77 @@ class ShmRecvStream final : public runtime::RecvStream {
     return received >= bytes;
   }
 
+  bool pullTo(std::size_t bytes, std::size_t& received, std::byte* dest) override {
+    if (received >= bytes) return true;
+    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+      return pullSingleCopy(bytes, received, [this, dest](std::size_t at, std::size_t n) {
+        readFromSender(dest + at, at, n);
+      });
+    }
+    return RecvStream::pullTo(bytes, received, dest);
+  }
+
  private:
+  // One piece per call, so that the executor keeps its other streams moving.
+  template <typename ReadPiece>
+  bool pullSingleCopy(std::size_t bytes, std::size_t& received, ReadPiece&& read_piece) {
+    if (!descriptor_) {
+      std::uint64_t written = fifo_.written().load(std::memory_order_acquire);
+      if (consumed_ >= written) return false;
+      SingleCopyDescriptor d{};
+      std::memcpy(&d, fifo_.slot(consumed_), sizeof d);
+      if (d.bytes != bytes) {
+        throw Error(blinkInternalError, "shared memory: rank " + std::to_string(sender_) +
+                                            " sent a message of " + std::to_string(d.bytes) +
+                                            " bytes where this rank expects " +
+                                            std::to_string(bytes) + " (plans differ?)");
+      }
+      descriptor_ = d;
+    }
+    const std::size_t n = std::min(single_copy_.piece_buffer.size(), bytes - received);
+    read_piece(received, n);
+    received += n;
+    if (received < bytes) return false;
+    descriptor_.reset();
+    ++consumed_;
+    fifo_.consumed().store(consumed_, std::memory_order_release);
+    return true;
+  }
+
+  void readFromSender(std::byte* to, std::size_t at, std::size_t n) const {
+    const long pid = single_copy_.pid_of_rank.at(static_cast<std::size_t>(sender_));
+    std::size_t done = 0;
+    while (done < n) {
+      iovec local{to + done, n - done};
+      iovec remote{reinterpret_cast<void*>(descriptor_->address + at + done), n - done};
+      ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        throw Error(blinkSystemError,
+                    systemError("shared memory: reading " + std::to_string(n - done) +
+                                " bytes from rank " + std::to_string(sender_) + " (pid " +
+                                std::to_string(pid) + ") failed; has it exited?"));
+      }
+      done += static_cast<std::size_t>(got);
+    }
+  }
+
   Fifo fifo_;
+  SingleCopyState& single_copy_;
+  int sender_;
   std::uint64_t consumed_;
+  std::optional<SingleCopyDescriptor> descriptor_;
 };
+
+// Whether this process can read `word_address` of `pid` (and finds kMagic there).
+bool canReadPeer(long pid, std::uint64_t word_address) {
+  std::uint64_t word = 0;
+  iovec local{&word, sizeof word};
+  iovec remote{reinterpret_cast<void*>(word_address), sizeof word};
+  return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
+             static_cast<ssize_t>(sizeof word) &&
+         word == kMagic;
+}
 
 }  // namespace
 
@@ -155,9 +268,55 @@ ShmTransport::ShmTransport(MPI_Comm node_comm, std::vector<int> node_rank_of, in
     : node_comm_(node_comm),
       node_rank_of_(std::move(node_rank_of)),
       my_comm_rank_(my_comm_rank),
-      options_(options) {
+      options_(options),
+      probe_word_(kMagic),
+      single_copy_(std::make_unique<SingleCopyState>()) {
   if (options_.slot_bytes == 0 || options_.slot_bytes % 64 != 0 || options_.slots == 0) {
     throw Error(blinkInternalError, "shared memory: slots must be a positive multiple of 64 bytes");
+  }
+  single_copy_->min_bytes = options_.slots * options_.slot_bytes;
+}
+
+void ShmTransport::probeSingleCopy() {
+  int node_size = 0;
+  checkMpi(PMPI_Comm_size(node_comm_, &node_size), "MPI_Comm_size");
+  // Every rank of the node learns every other's pid and probe address, then tries
+  // to read each; the path is used only if every rank wants it and every read works.
+  const std::uint64_t mine[2] = {static_cast<std::uint64_t>(getpid()),
+                                 reinterpret_cast<std::uint64_t>(&probe_word_)};
+  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(node_size));
+  runtime::allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm_, options_.timeout_seconds,
+                           "shared memory: exchanging process ids");
+  int node_rank = 0;
+  checkMpi(PMPI_Comm_rank(node_comm_, &node_rank), "MPI_Comm_rank");
+  int ok = options_.single_copy ? 1 : 0;
+  for (int r = 0; r < node_size && ok; ++r) {
+    if (r == node_rank) continue;
+    const auto at = 2 * static_cast<std::size_t>(r);
+    if (!canReadPeer(static_cast<long>(all[at]), all[at + 1])) {
+      BLINK_LOG(Info, "shm: cannot read the memory of node rank "
+                          << r << " (pid " << all[at] << "): " << std::strerror(errno)
+                          << "; large messages go through slots");
+      ok = 0;
+    }
+  }
+  int all_ok = 0;
+  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
+                           "shared memory: agreeing on single copy");
+  single_copy_->enabled = all_ok == 1 && node_size > 1;
+  single_copy_->pid_of_rank.assign(node_rank_of_.size(), 0);
+  for (std::size_t r = 0; r < node_rank_of_.size(); ++r) {
+    if (node_rank_of_[r] >= 0)
+      single_copy_->pid_of_rank[r] =
+          static_cast<long>(all[2 * static_cast<std::size_t>(node_rank_of_[r])]);
+  }
+  if (single_copy_->enabled) single_copy_->piece_buffer.resize(single_copy_->min_bytes);
+  if (node_rank == 0 && node_size > 1) {
+    BLINK_LOG(Info, "shm: single copy (process_vm_readv) for messages over "
+                        << single_copy_->min_bytes << " bytes: "
+                        << (single_copy_->enabled  ? "on"
+                            : options_.single_copy ? "off, a rank of this node cannot use it"
+                                                   : "off (BLINK_SHM_SINGLE_COPY=0 on a rank)"));
   }
 }
 
@@ -175,6 +334,10 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
   for (const StreamKey& k : sends) {
     if (!sends_.count(k) && std::find(new_sends.begin(), new_sends.end(), k) == new_sends.end())
       new_sends.push_back(k);
+  }
+  if (!probed_) {
+    probeSingleCopy();
+    probed_ = true;
   }
   int node_size = 0;
   checkMpi(PMPI_Comm_size(node_comm_, &node_size), "MPI_Comm_size");
@@ -220,7 +383,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
         const std::size_t offset = header_bytes + i * fifo_bytes;
         entries[i] = {new_recvs[i].peer, new_recvs[i].channel, offset};
         recvs_[new_recvs[i]] = std::make_unique<ShmRecvStream>(
-            Fifo(bytes + offset, options_.slots, options_.slot_bytes));
+            Fifo(bytes + offset, options_.slots, options_.slot_bytes), *single_copy_,
+            new_recvs[i].peer);
       }
       std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
       mappings_.push_back(created);
@@ -279,7 +443,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
             if (entries[i].sender == my_comm_rank_ && entries[i].channel == s.channel) {
               sends_[s] = std::make_unique<ShmSendStream>(
                   Fifo(static_cast<std::byte*>(base) + entries[i].offset, header->slots,
-                       header->slot_bytes));
+                       header->slot_bytes),
+                  *single_copy_);
             }
           }
           if (!sends_.count(s)) {

@@ -6,10 +6,23 @@
 //
 // Segments are created with mode 0600 under unguessable names and unlinked as
 // soon as every peer has mapped them, so a crash leaves nothing in /dev/shm.
+//
+// Single copy. A message larger than the FIFO (slots * slot_bytes) takes one slot
+// for a descriptor (its address in the sender) and the receiver reads it straight
+// from the sender's memory with Linux cross-memory attach (process_vm_readv), in
+// pieces of slot_bytes * slots, into its destination or a piece buffer it reduces
+// from; the sender's push completes when the receiver has consumed the descriptor
+// slot, i.e. read every byte. That is one copy per hop instead of two. Only
+// messages that could not fit in the FIFO anyway take this path, so it makes no
+// sender wait for its receiver that the slot path would not. It is on when
+// ShmOptions::single_copy allows and every rank of the node can read every other's
+// memory (a probe at the first ensureStreams: ptrace rules or seccomp may forbid it).
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +36,15 @@ struct ShmOptions {
   std::size_t slot_bytes = 64 * 1024;  // a multiple of 64 (so of every element size)
   std::size_t slots = 4;
   double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
+  bool single_copy = true;         // BLINK_SHM_SINGLE_COPY
+};
+
+// What the streams of one transport share about the single-copy path.
+struct SingleCopyState {
+  bool enabled = false;                 // agreed by every rank of the node
+  std::size_t min_bytes = 0;            // messages larger than this use it
+  std::vector<long> pid_of_rank;        // per rank of the Blink communicator (0: elsewhere)
+  std::vector<std::byte> piece_buffer;  // the executor drives one transport from one thread
 };
 
 class ShmTransport final : public runtime::Transport {
@@ -43,8 +65,12 @@ class ShmTransport final : public runtime::Transport {
 
   // Bytes of shared memory this rank has created (for diagnostics).
   std::size_t bytesOwned() const { return bytes_owned_; }
+  // True once the node's ranks agreed to read large messages from each other's memory.
+  bool singleCopy() const { return single_copy_->enabled; }
 
  private:
+  void probeSingleCopy();  // collective over node_comm_, at the first ensureStreams
+
   struct Mapping {
     void* base = nullptr;
     std::size_t size = 0;
@@ -54,6 +80,10 @@ class ShmTransport final : public runtime::Transport {
   int my_comm_rank_;
   ShmOptions options_;
   std::vector<Mapping> mappings_;
+  bool probed_ = false;
+  // What every peer reads back from this process to prove cross-memory attach works.
+  std::uint64_t probe_word_;
+  std::unique_ptr<SingleCopyState> single_copy_;  // before the streams that refer to it
   std::map<runtime::StreamKey, std::unique_ptr<runtime::SendStream>> sends_;
   std::map<runtime::StreamKey, std::unique_ptr<runtime::RecvStream>> recvs_;
   std::size_t bytes_owned_ = 0;
