@@ -81,10 +81,12 @@ const std::vector<Variable>& registry() {
       {"BLINK_TIMEOUT_S", Kind::Integer, "1..86400", "300",
        "Longest wait, in seconds, for a peer that makes no progress before a collective fails "
        "with blinkTimeout naming the peer (never a silent hang)."},
-      {"BLINK_SHM_SINGLE_COPY", Kind::Choice, "0|1", "1",
-       "1: a rank reads messages larger than its shared-memory FIFO (256 KiB) straight from the "
-       "sender's memory (Linux cross-memory attach, one copy instead of two) when every rank of "
-       "the node can; 0: always copy through shared-memory slots."},
+      {"BLINK_SHM_SINGLE_COPY", Kind::Choice, "AUTO|1|0", "AUTO",
+       "Messages of 1 MiB or more between ranks of a node: 1 reads them straight from the "
+       "sender's memory (Linux cross-memory attach, one copy instead of two) when every rank "
+       "of the node can; AUTO does so only when the node's ranks do not outnumber its CPUs "
+       "(oversubscribed, two copies cost less CPU); 0 always copies through shared-memory "
+       "slots."},
       {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},

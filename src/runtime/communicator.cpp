@@ -69,7 +69,10 @@ Communicator::Communicator(MPI_Comm comm) {
       try {
         job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
-        single_copy_ = env::getChoice("BLINK_SHM_SINGLE_COPY") == "1";
+        const std::string single_copy = env::getChoice("BLINK_SHM_SINGLE_COPY");
+        single_copy_ = single_copy == "1"   ? transport::SingleCopyMode::On
+                       : single_copy == "0" ? transport::SingleCopyMode::Off
+                                            : transport::SingleCopyMode::Automatic;
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }

@@ -23,6 +23,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/rank_layout.hpp"
+#include "transport/shm/shm_transport.hpp"
 
 namespace blink::runtime {
 
@@ -78,7 +79,7 @@ class Communicator {
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
   double timeout_s_ = 300.0;
-  bool single_copy_ = true;  // BLINK_SHM_SINGLE_COPY
+  transport::SingleCopyMode single_copy_ = transport::SingleCopyMode::Automatic;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<Transport> pmpi_;
   std::map<PlanKey, CachedPlan> cache_;

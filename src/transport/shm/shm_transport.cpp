@@ -120,7 +120,7 @@ class ShmSendStream final : public runtime::SendStream {
   bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
     if (sent >= bytes) return true;
     std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
-    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
       return pushDescriptor(data, bytes, sent, consumed);
     }
     while (sent < bytes && written_ - consumed < fifo_.count()) {
@@ -171,7 +171,7 @@ class ShmRecvStream final : public runtime::RecvStream {
 
   bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
     if (received >= bytes) return true;
-    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
       return pullSingleCopy(bytes, received, [this, &sink](std::size_t at, std::size_t n) {
         std::byte* piece = single_copy_.piece_buffer.data();
         readFromSender(piece, at, n);
@@ -191,7 +191,7 @@ class ShmRecvStream final : public runtime::RecvStream {
 
   bool pullTo(std::size_t bytes, std::size_t& received, std::byte* dest) override {
     if (received >= bytes) return true;
-    if (single_copy_.enabled && bytes > single_copy_.min_bytes) {
+    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
       return pullSingleCopy(bytes, received, [this, dest](std::size_t at, std::size_t n) {
         readFromSender(dest + at, at, n);
       });
@@ -274,7 +274,10 @@ ShmTransport::ShmTransport(MPI_Comm node_comm, std::vector<int> node_rank_of, in
   if (options_.slot_bytes == 0 || options_.slot_bytes % 64 != 0 || options_.slots == 0) {
     throw Error(blinkInternalError, "shared memory: slots must be a positive multiple of 64 bytes");
   }
-  single_copy_->min_bytes = options_.slots * options_.slot_bytes;
+  if (options_.single_copy_min_bytes <= options_.slots * options_.slot_bytes) {
+    throw Error(blinkInternalError, "shared memory: single copy must start above the FIFO size");
+  }
+  single_copy_->min_bytes = options_.single_copy_min_bytes;
 }
 
 void ShmTransport::probeSingleCopy() {
@@ -289,7 +292,10 @@ void ShmTransport::probeSingleCopy() {
                            "shared memory: exchanging process ids");
   int node_rank = 0;
   checkMpi(PMPI_Comm_rank(node_comm_, &node_rank), "MPI_Comm_rank");
-  int ok = options_.single_copy ? 1 : 0;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const bool wanted = options_.single_copy == SingleCopyMode::On ||
+                      (options_.single_copy == SingleCopyMode::Automatic && cpus >= node_size);
+  int ok = wanted ? 1 : 0;
   for (int r = 0; r < node_size && ok; ++r) {
     if (r == node_rank) continue;
     const auto at = 2 * static_cast<std::size_t>(r);
@@ -310,13 +316,18 @@ void ShmTransport::probeSingleCopy() {
       single_copy_->pid_of_rank[r] =
           static_cast<long>(all[2 * static_cast<std::size_t>(node_rank_of_[r])]);
   }
-  if (single_copy_->enabled) single_copy_->piece_buffer.resize(single_copy_->min_bytes);
+  if (single_copy_->enabled)
+    single_copy_->piece_buffer.resize(options_.slots * options_.slot_bytes);
   if (node_rank == 0 && node_size > 1) {
-    BLINK_LOG(Info, "shm: single copy (process_vm_readv) for messages over "
-                        << single_copy_->min_bytes << " bytes: "
-                        << (single_copy_->enabled  ? "on"
-                            : options_.single_copy ? "off, a rank of this node cannot use it"
-                                                   : "off (BLINK_SHM_SINGLE_COPY=0 on a rank)"));
+    const char* why =
+        single_copy_->enabled                         ? "on"
+        : options_.single_copy == SingleCopyMode::Off ? "off (BLINK_SHM_SINGLE_COPY=0)"
+        : !wanted ? "off: more ranks on this node than CPUs, where two copies cost less "
+                    "CPU (BLINK_SHM_SINGLE_COPY=1 forces it)"
+                  : "off: a rank of this node cannot read the others' memory";
+    BLINK_LOG(Info, "shm: single copy (process_vm_readv) for messages of "
+                        << single_copy_->min_bytes << " bytes or more, " << node_size
+                        << " ranks on " << cpus << " CPUs: " << why);
   }
 }
 

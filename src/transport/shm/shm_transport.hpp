@@ -7,16 +7,20 @@
 // Segments are created with mode 0600 under unguessable names and unlinked as
 // soon as every peer has mapped them, so a crash leaves nothing in /dev/shm.
 //
-// Single copy. A message larger than the FIFO (slots * slot_bytes) takes one slot
-// for a descriptor (its address in the sender) and the receiver reads it straight
-// from the sender's memory with Linux cross-memory attach (process_vm_readv), in
-// pieces of slot_bytes * slots, into its destination or a piece buffer it reduces
-// from; the sender's push completes when the receiver has consumed the descriptor
-// slot, i.e. read every byte. That is one copy per hop instead of two. Only
-// messages that could not fit in the FIFO anyway take this path, so it makes no
-// sender wait for its receiver that the slot path would not. It is on when
-// ShmOptions::single_copy allows and every rank of the node can read every other's
-// memory (a probe at the first ensureStreams: ptrace rules or seccomp may forbid it).
+// Single copy. A message of at least ShmOptions::single_copy_min_bytes takes one
+// slot for a descriptor (its address in the sender) and the receiver reads it
+// straight from the sender's memory with Linux cross-memory attach
+// (process_vm_readv), in pieces of slot_bytes * slots, into its destination or a
+// piece buffer it reduces from; the sender's push completes when the receiver has
+// consumed the descriptor slot, i.e. read every byte. That is one copy per hop
+// instead of two. The minimum is larger than the FIFO, so only messages that could
+// not fit in it anyway take this path: it makes no sender wait for its receiver
+// that the slot path would not. The read costs more CPU per byte than a copy into a
+// cache-hot slot, so it pays only where every rank has a core of its own (measured
+// in perf/README.md): SingleCopyMode::Automatic uses it when the node's ranks do not
+// outnumber its online CPUs. Either way every rank of the node must be able to read
+// every other's memory (probed at the first ensureStreams: ptrace rules or seccomp
+// may forbid it), and all of the node's ranks agree.
 #pragma once
 
 #include <mpi.h>
@@ -32,11 +36,14 @@
 
 namespace blink::transport {
 
+enum class SingleCopyMode { Off, Automatic, On };
+
 struct ShmOptions {
   std::size_t slot_bytes = 64 * 1024;  // a multiple of 64 (so of every element size)
   std::size_t slots = 4;
   double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
-  bool single_copy = true;         // BLINK_SHM_SINGLE_COPY
+  SingleCopyMode single_copy = SingleCopyMode::Automatic;  // BLINK_SHM_SINGLE_COPY
+  std::size_t single_copy_min_bytes = 1024 * 1024;         // more than slots * slot_bytes
 };
 
 // What the streams of one transport share about the single-copy path.
