@@ -3,6 +3,18 @@
 // order; the Executor drives it without blocking (push/pull take what is possible
 // now and return), so one thread can keep every tree and link busy at once.
 // Transports know nothing of trees or plans.
+//
+// A requirement that comes with tree plans: a plan may give its channels rate shares
+// (plan::Plan::channel_shares; a tree's channels share the rate it was packed
+// with), and the simulator's prediction assumes that where streams of several
+// channels cross one physical link at the same time, the link is divided among them
+// in proportion to their shares, not equally (equal division slows the heavier
+// trees: 0.81 of the bound instead of 0.98 for a 1 GiB Broadcast on a DGX-1P). A
+// transport over shared links (GPU peer copies over NVLink/PCIe, the network) must
+// therefore pace its streams by share, e.g. weighted round robin of the bytes it
+// puts on a link, or each stream rate-limited to its share of the link. The shared
+// memory and PMPI transports here do not pace: the bytes are right, only the timing
+// may differ from the prediction.
 #pragma once
 
 #include <compare>
