@@ -45,7 +45,8 @@ AllReduce of 1 GiB (element size 4) are planned and simulated:
   ring    NCCL-style rings (plan::ringPlan)
   tree    NCCL's double binary tree (plan::doubleBinaryTreePlan)
   chosen  what plan::choosePlan picks with the baselines allowed
-  optimal plan::optimalAlgbwGbps (the treegen bounds)
+  optimal plan::optimalAlgbwGbps (the treegen bounds; for AllReduce the smaller of
+          the minimum cut and the total-traffic bound, treegen::allReduceBoundGbps)
 
 speedup = ring time / blink time; blink_over_optimal = blink algbw / optimal algbw;
 nvlink_ring = plan::findRings(allocation)[0].nvlink. A size sweep (1 KiB .. 1 GiB in
@@ -389,10 +390,11 @@ int main(int argc, char** argv) {
           "at its lowest GPU (an automorphism may move that root, so other members of an orbit "
           "are represented up to the choice of root).\n\n"
        << "blink/optimal compares with plan::optimalAlgbwGbps. Broadcast's bound is exact "
-          "(the minimum cut from the root). For AllReduce it is the minimum cut too, which no "
-          "algorithm can beat but which no AllReduce reaches either (the reduction's data and "
-          "the result's share the links), so AllReduce blink/optimal is a conservative "
-          "figure.\n\n";
+          "(the minimum cut from the root, which the packed trees reach). AllReduce's is "
+          "treegen::allReduceBoundGbps: the smaller of the minimum cut and the total-traffic "
+          "bound (every element is delivered GPU to GPU at least 2(n-1) times, so time >= "
+          "2(n-1) bytes / the capacity into the GPUs). No AllReduce that reduces only on GPUs "
+          "beats it, but it need not be reachable.\n\n";
     if (quick) md << "**--quick: sizes 3 and 8 only, and a 3-point sweep.**\n\n";
 
     for (const auto& machine : machines) {

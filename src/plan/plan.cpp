@@ -1,5 +1,7 @@
 #include "plan/plan.hpp"
 
+#include <bit>
+#include <cmath>
 #include <string>
 
 #include "common/error.hpp"
@@ -50,6 +52,16 @@ std::uint64_t Plan::segmentBytes(int rank) const {
   const std::uint64_t base = elements / n, extra = elements % n;
   return (base + (static_cast<std::uint64_t>(rank) < extra ? 1 : 0)) *
          static_cast<std::uint64_t>(element_size);
+}
+
+double Plan::channelShare(int channel) const {
+  if (channel_shares.empty()) return 1.0;
+  if (channel < 0 || channel >= static_cast<int>(channel_shares.size())) {
+    throw Error(blinkInternalError, "plan " + algorithm + ": channel " + std::to_string(channel) +
+                                        " has no share (" + std::to_string(channel_shares.size()) +
+                                        " channel shares)");
+  }
+  return channel_shares[static_cast<std::size_t>(channel)];
 }
 
 std::size_t Plan::numSteps() const {
@@ -113,6 +125,13 @@ std::uint64_t Plan::hash() const {
       for (int d : s.deps) h.add(static_cast<std::uint64_t>(d));
     }
   }
+  // The exact bits: every rank computes the shares the same way, and a runtime that
+  // paces by them must agree on them as on the steps. (Nothing is added without
+  // shares, so such plans keep the hash they had before shares existed.)
+  if (!channel_shares.empty()) {
+    h.add(channel_shares.size());
+    for (double share : channel_shares) h.add(std::bit_cast<std::uint64_t>(share));
+  }
   return h.value();
 }
 
@@ -127,6 +146,14 @@ void validateStructure(const Plan& plan) {
       plan.bytes % static_cast<std::uint64_t>(plan.element_size) != 0) {
     throw Error(blinkInternalError, "plan " + plan.algorithm + ": inconsistent header");
   }
+  for (std::size_t c = 0; c < plan.channel_shares.size(); ++c) {
+    const double share = plan.channel_shares[c];
+    if (!std::isfinite(share) || share <= 0.0) {
+      throw Error(blinkInternalError, "plan " + plan.algorithm + ": channel " + std::to_string(c) +
+                                          " has share " + std::to_string(share) +
+                                          " (must be positive and finite)");
+    }
+  }
   const auto es = static_cast<std::uint64_t>(plan.element_size);
   for (int r = 0; r < plan.num_ranks; ++r) {
     const auto& steps = plan.ranks[r].steps;
@@ -134,6 +161,10 @@ void validateStructure(const Plan& plan) {
       const Step& s = steps[i];
       if (s.kind != StepKind::Copy && (s.peer < 0 || s.peer >= plan.num_ranks || s.peer == r)) {
         fail(r, i, "peer " + std::to_string(s.peer) + " out of range");
+      }
+      if (s.kind != StepKind::Copy && !plan.channel_shares.empty() &&
+          (s.channel < 0 || s.channel >= static_cast<int>(plan.channel_shares.size()))) {
+        fail(r, i, "channel " + std::to_string(s.channel) + " has no share");
       }
       if (s.offset + s.bytes > plan.bytes || s.offset % es != 0 || s.bytes % es != 0) {
         fail(r, i, "range outside the buffer or not element-aligned");

@@ -69,7 +69,20 @@ struct Plan {
   // Each route is the list of topology vertices a message crosses, endpoints included.
   std::vector<std::vector<topo::Vertex>> routes;
   std::vector<RankProgram> ranks;
+  // Rate share of each channel (index: Step::channel), in GB/s; empty: every channel
+  // has the same share. Where messages of several channels cross one link at the same
+  // time, the link is divided among them in proportion to their channels' shares (and
+  // a channel with the link to itself uses all of it). Tree plans give each tree's
+  // channel the rate it was packed with: the packing fits every link, so each tree
+  // then moves at least its packed rate and all finish together, where equal shares
+  // would slow the heavier trees down on the links they share with lighter ones.
+  // A requirement on the runtime, not a hint: the simulator's prediction assumes it,
+  // and the executor/transports must pace the channels of one link by these shares.
+  std::vector<double> channel_shares;
   std::vector<std::string> notes;  // how the plan was chosen and built
+
+  // The share of `channel` (1 when the plan has none: equal shares).
+  double channelShare(int channel) const;
 
   std::uint64_t segmentOffset(int rank) const;
   std::uint64_t segmentBytes(int rank) const;
@@ -80,7 +93,8 @@ struct Plan {
 
 // Throws blink::Error(blinkInternalError) describing the first structural problem:
 // a peer or route out of range, a range outside the buffer or not element-aligned,
-// a dependency that does not point backwards, a Send without a route.
+// a dependency that does not point backwards, a Send without a route, channel
+// shares that are not positive and finite or miss a channel some step uses.
 void validateStructure(const Plan& plan);
 
 }  // namespace blink::plan

@@ -37,33 +37,79 @@ int rootGpu(const topo::Topology& t, int root_rank) {
   return t.device(gpus[root_rank]).gpu_index;
 }
 
+// Trees whose finish times lie within this fraction of each other are left as they
+// are: evening them out could gain at most about that much.
+constexpr double kBalancedSpread = 0.005;
+
+// Data weights under which each tree carries data in proportion to the rate it
+// reached in `sim`: its current weight over the time its last channel finished.
+// Empty when the trees already finish together (or a tree carried nothing).
+std::vector<double> rebalancedWeights(const treegen::TreeSet& trees, const LoweredTrees& lowered,
+                                      const SimResult& sim, const LowerOptions& options) {
+  std::vector<double> finish(trees.trees.size(), 0.0);
+  for (std::size_t c = 0; c < lowered.channel_tree.size() && c < sim.channel_seconds.size(); ++c) {
+    double& f = finish[lowered.channel_tree[c]];
+    f = std::max(f, sim.channel_seconds[c]);
+  }
+  if (finish.empty()) return {};
+  const auto [first, last] = std::minmax_element(finish.begin(), finish.end());
+  if (*first <= 0.0 || *last - *first <= kBalancedSpread * *last) return {};
+  std::vector<double> weights = dataWeights(trees, options);
+  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] /= finish[i];
+  return weights;
+}
+
+// A flat tree plan and its predicted time. Where the simulation shows some trees
+// finishing before others (one tree's chunks wait out more per-step latency than
+// another's, or fill its slack on shared links), the data is split once more in
+// proportion to the rates the trees reached, and the faster of the two plans is
+// kept. The plan carries the split, so a runtime runs what was predicted.
+std::pair<Plan, double> treePlan(Collective c, const treegen::TreeSet& trees,
+                                 const topo::Topology& t, std::uint64_t bytes,
+                                 const PlannerOptions& o) {
+  LoweredTrees lowered = lowerTrees(c, trees, t, bytes, o.lower);
+  const SimResult sim = simulate(lowered.plan, t, o.sim);
+  if (!o.rebalance) return {std::move(lowered.plan), sim.seconds};
+  std::vector<double> weights = rebalancedWeights(trees, lowered, sim, o.lower);
+  if (weights.empty()) return {std::move(lowered.plan), sim.seconds};
+  LowerOptions balanced = o.lower;
+  balanced.data_weights = std::move(weights);
+  Plan again = lowerTrees(c, trees, t, bytes, balanced).plan;
+  const double seconds = simulate(again, t, o.sim).seconds;
+  if (seconds >= sim.seconds) return {std::move(lowered.plan), sim.seconds};
+  std::ostringstream note;
+  note << "data split rebalanced by the trees' simulated rates: predicted " << seconds * 1e6
+       << " us instead of " << sim.seconds * 1e6 << " us";
+  again.notes.push_back(note.str());
+  return {std::move(again), seconds};
+}
+
 }  // namespace
 
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::Topology& t,
                                                      std::uint64_t bytes, int root_rank,
                                                      const PlannerOptions& o) {
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
-  std::vector<Plan> plans;
+  std::vector<std::pair<Plan, double>> out;
   if (rooted) {
-    auto trees = treegen::packBroadcast(t, rootGpu(t, root_rank), o.pack);
-    plans.push_back(c == Collective::Broadcast ? lowerBroadcast(trees, t, bytes, o.lower)
-                                               : lowerReduce(trees, t, bytes, o.lower));
+    out.push_back(
+        treePlan(c, treegen::packBroadcast(t, rootGpu(t, root_rank), o.pack), t, bytes, o));
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
-    auto trees = treegen::packAllGather(t, o.pack);
-    plans.push_back(c == Collective::AllGather ? lowerAllGather(trees, t, bytes, o.lower)
-                                               : lowerReduceScatter(trees, t, bytes, o.lower));
+    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
   } else {
-    plans.push_back(lowerAllReduce(treegen::packAllGather(t, o.pack), t, bytes, o.lower));
-    Plan rb = lowerAllReduce(treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o.lower);
-    rb.algorithm = "blink-trees reduce+broadcast";
-    plans.push_back(std::move(rb));
+    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
+    auto rb = treePlan(c, treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o);
+    rb.first.algorithm = "blink-trees reduce+broadcast";
+    out.push_back(std::move(rb));
   }
   if (isMultiNode(t)) {
     // Trees inside each node and an inter-node phase over every NIC, beside the flat
     // trees over the whole cluster graph; a node whose trees cannot be packed leaves
     // the flat candidates alone.
     try {
-      plans.push_back(lowerHierarchical(c, t, bytes, root_rank, o.lower, o.pack));
+      Plan h = lowerHierarchical(c, t, bytes, root_rank, o.lower, o.pack);
+      const double seconds = simulate(h, t, o.sim).seconds;
+      out.emplace_back(std::move(h), seconds);
     } catch (const Error& e) {
       if (e.status() == blinkInternalError) {
         BLINK_LOG(Warn,
@@ -72,11 +118,6 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
         BLINK_LOG(Info, "planner: no hierarchical plan on " << t.name() << ": " << e.what());
       }
     }
-  }
-  std::vector<std::pair<Plan, double>> out;
-  for (auto& p : plans) {
-    double s = simulate(p, t, o.sim).seconds;
-    out.emplace_back(std::move(p), s);
   }
   return out;
 }
@@ -126,13 +167,12 @@ double optimalAlgbwGbps(Collective c, const topo::Topology& t, int root_rank,
     case Collective::ReduceScatter:
       return n * treegen::allGatherBoundGbps(t, links);
     case Collective::AllReduce:
-      // Every GPU's result depends on every input, so whatever side X of a cut a
-      // GPU is on, the data of the other side must cross into X: time >= bytes /
-      // (capacity into X). The best algorithm bandwidth is therefore at most the
-      // minimum cut, which is the broadcast bound. (treegen's two shape bounds
-      // assume the shape's phases run one after the other; Blink's plans overlap
-      // them on opposite link directions and can beat those.)
-      return treegen::broadcastBoundGbps(t, rootGpu(t, 0), links);
+      // The minimum cut and the total-traffic bound (2(n - 1) deliveries of every
+      // element into the GPUs), whichever is smaller: see treegen::allReduceBoundGbps
+      // for why no AllReduce that reduces only on GPUs beats either. (treegen's two
+      // shape bounds assume the shape's phases run one after the other; Blink's
+      // plans overlap them on opposite link directions and can beat those.)
+      return treegen::allReduceBoundGbps(t, links);
   }
   return 0.0;
 }

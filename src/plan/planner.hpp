@@ -1,8 +1,10 @@
 // Chooses the plan for a collective: every candidate (Blink's trees in each shape,
 // on several nodes also the hierarchical composition of hierarchical.hpp, and the
 // ring and double-binary-tree baselines) is built, timed by the simulator,
-// and the fastest wins. Because the baselines are candidates, Blink is never
-// predicted slower than a ring; `why` says what was compared.
+// and the fastest wins. A flat tree plan whose trees finish unevenly is built once
+// more with the data split by the rates the trees reached (PlannerOptions::
+// rebalance). Because the baselines are candidates, Blink is never predicted slower
+// than a ring; `why` says what was compared.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,10 @@ struct PlannerOptions {
   SimOptions sim;
   treegen::PackOptions pack;    // how trees are packed (exact by default)
   bool allow_baselines = true;  // false: Blink's trees only (for comparisons)
+  // Flat tree plans whose trees finish unevenly in the simulation are lowered once
+  // more with the data split by the rates the trees reached (LowerOptions::
+  // data_weights), keeping the faster plan.
+  bool rebalance = true;
 };
 
 // Bus bandwidth factor of nccl-tests: busbw = algbw * factor.
@@ -58,8 +64,9 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
 
 // The optimal algorithm bandwidth (bytes / time, GB/s) from the bounds of treegen:
 // Broadcast/Reduce: the broadcast bound; AllGather/ReduceScatter: ranks * the
-// per-GPU rate; AllReduce: the minimum cut (no algorithm can beat it, whatever its
-// shape).
+// per-GPU rate; AllReduce: treegen::allReduceBoundGbps, the smaller of the minimum
+// cut and the total-traffic bound (no algorithm that reduces only on GPUs beats it,
+// whatever its shape; it need not be reachable).
 double optimalAlgbwGbps(Collective collective, const topo::Topology& topology, int root_rank,
                         const std::set<topo::LinkKind>& links);
 

@@ -1,6 +1,7 @@
 #include "plan/simulator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -54,9 +55,27 @@ struct Transfer {
   int recv = -1;
   int route = -1;
   double bytes = 0.0;
+  double share = 1.0;  // its channel's share (Plan::channelShare)
   int ready_sides = 0;
+  // While its bytes flow: `remaining` bytes at time `updated_at`, moving at `rate`
+  // since then (updated lazily: only when its rate changes).
   double remaining = 0.0;
+  double updated_at = 0.0;
   double rate = 0.0;
+  std::uint64_t started = 0;  // start order, for a deterministic completion order
+  std::uint32_t version = 0;  // invalidates older entries in the completion queue
+  std::uint32_t visited = 0;  // the last rate computation that reached it
+};
+
+// When a flowing transfer's last byte arrives at its current rate.
+struct Completion {
+  double time;
+  std::uint64_t started;
+  int transfer;
+  std::uint32_t version;
+  bool operator>(const Completion& o) const {
+    return std::tie(time, started) > std::tie(o.time, o.started);
+  }
 };
 
 struct Event {
@@ -83,6 +102,7 @@ class Simulator {
     SimResult result;
     result.seconds = last_completion_;
     result.transfers = transfers_.size();
+    result.channel_seconds = std::move(channel_seconds_);
     if (result.seconds > 0.0) {
       for (const Hop& h : hops_) {
         result.busiest_link_utilisation =
@@ -107,6 +127,11 @@ class Simulator {
     if (plan_.rank_gpu.size() != num_ranks) {
       fail(plan_, "rank_gpu has " + std::to_string(plan_.rank_gpu.size()) + " entries for " +
                       std::to_string(num_ranks) + " ranks");
+    }
+    for (double share : plan_.channel_shares) {
+      if (!std::isfinite(share) || share <= 0.0) {
+        fail(plan_, "channel share " + std::to_string(share) + " is not positive and finite");
+      }
     }
     rank_base_.assign(num_ranks + 1, 0);
     for (std::size_t r = 0; r < num_ranks; ++r) {
@@ -135,6 +160,11 @@ class Simulator {
         if (s.kind == StepKind::Send &&
             (s.route < 0 || s.route >= static_cast<int>(plan_.routes.size()))) {
           fail(plan_, stepName(static_cast<int>(r), i) + ": send without a valid route");
+        }
+        if (s.kind != StepKind::Copy && !plan_.channel_shares.empty() &&
+            (s.channel < 0 || s.channel >= static_cast<int>(plan_.channel_shares.size()))) {
+          fail(plan_, stepName(static_cast<int>(r), i) + ": channel " + std::to_string(s.channel) +
+                          " has no share");
         }
         for (int d : s.deps) {
           if (d < 0 || d >= static_cast<int>(steps.size()) || d == static_cast<int>(i)) {
@@ -196,6 +226,7 @@ class Simulator {
         t.recv = recvs[k];
         t.route = step(t.send).route;
         t.bytes = static_cast<double>(step(t.send).bytes);
+        t.share = plan_.channelShare(step(t.send).channel);
         buildRoute(t.route, t.send);
         step_transfer_[static_cast<std::size_t>(t.send)] = static_cast<int>(transfers_.size());
         step_transfer_[static_cast<std::size_t>(t.recv)] = static_cast<int>(transfers_.size());
@@ -306,6 +337,11 @@ class Simulator {
     for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
       hops_[static_cast<std::size_t>(u.hop)].carried += tr.bytes * u.count;
     }
+    if (const int channel = step(tr.send).channel; channel >= 0) {
+      const auto c = static_cast<std::size_t>(channel);
+      if (c >= channel_seconds_.size()) channel_seconds_.resize(c + 1, 0.0);
+      channel_seconds_[c] = std::max(channel_seconds_[c], now_);
+    }
     const int send = tr.send, recv = tr.recv;
     completeStep(send);
     completeStep(recv);
@@ -318,101 +354,173 @@ class Simulator {
       return;
     }
     tr.remaining = tr.bytes;
-    active_.push_back(t);
-    flows_changed_ = true;
+    tr.updated_at = now_;
+    tr.rate = 0.0;
+    tr.started = started_++;
+    if (hop_flows_.size() < hops_.size()) hop_flows_.resize(hops_.size());
+    for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
+      hop_flows_[static_cast<std::size_t>(u.hop)].push_back(t);
+      markDirty(u.hop);
+    }
   }
 
-  // Max-min fair rates by progressive filling over the hops the active flows use.
+  // The transfer's bytes have all arrived: it leaves its hops.
+  void stopFlow(int t) {
+    Transfer& tr = transfers_[static_cast<std::size_t>(t)];
+    ++tr.version;
+    tr.rate = 0.0;
+    for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
+      auto& flows = hop_flows_[static_cast<std::size_t>(u.hop)];
+      flows.erase(std::find(flows.begin(), flows.end(), t));
+      markDirty(u.hop);
+    }
+  }
+
+  void markDirty(int hop) {
+    if (dirty_flag_.size() < hops_.size()) dirty_flag_.resize(hops_.size(), 0);
+    if (dirty_flag_[static_cast<std::size_t>(hop)] != 0) return;
+    dirty_flag_[static_cast<std::size_t>(hop)] = 1;
+    dirty_.push_back(hop);
+  }
+
+  // Weighted max-min fair rates by progressive filling: every unfixed flow's rate
+  // grows in proportion to its channel's share until some hop is full; the flows
+  // crossing that hop are fixed there. With equal shares this is plain max-min
+  // fairness. The allocation splits into independent parts, one per connected
+  // group of flows and the hops they cross, so only the groups that hold a hop whose
+  // flows changed are recomputed (a flow on one NVLink pair does not move the rates
+  // of flows that share nothing with it).
   void recomputeRates() {
     if (scratch_cap_.size() < hops_.size()) {
       scratch_cap_.assign(hops_.size(), 0.0);
-      scratch_weight_.assign(hops_.size(), 0);
-      scratch_local_.assign(hops_.size(), -1);
+      scratch_weight_.assign(hops_.size(), 0.0);
+      scratch_crossings_.assign(hops_.size(), 0);
     }
-    touched_.clear();
-    for (int f : active_) {
-      for (const HopUse& u :
-           routes_[static_cast<std::size_t>(transfers_[static_cast<std::size_t>(f)].route)].hops) {
-        const auto h = static_cast<std::size_t>(u.hop);
-        if (scratch_local_[h] < 0) {
-          scratch_local_[h] = static_cast<int>(touched_.size());
-          touched_.push_back(u.hop);
-          scratch_cap_[h] = hops_[h].capacity;
-          scratch_weight_[h] = 0;
-          if (hop_flows_.size() < touched_.size()) hop_flows_.emplace_back();
-          hop_flows_[touched_.size() - 1].clear();
+    if (hop_seen_.size() < hops_.size()) hop_seen_.resize(hops_.size(), 0);
+    ++visit_;
+    // The groups around the changed hops: breadth first over hops and flows.
+    group_hops_.clear();
+    group_flows_.clear();
+    for (int h : dirty_) {
+      dirty_flag_[static_cast<std::size_t>(h)] = 0;
+      if (hop_seen_[static_cast<std::size_t>(h)] == visit_) continue;
+      hop_seen_[static_cast<std::size_t>(h)] = visit_;
+      group_hops_.push_back(h);
+    }
+    dirty_.clear();
+    for (std::size_t k = 0; k < group_hops_.size(); ++k) {
+      const auto h = static_cast<std::size_t>(group_hops_[k]);
+      scratch_cap_[h] = hops_[h].capacity;
+      scratch_weight_[h] = 0.0;
+      scratch_crossings_[h] = 0;
+      for (int f : hop_flows_[h]) {
+        Transfer& tr = transfers_[static_cast<std::size_t>(f)];
+        if (tr.visited == visit_) continue;
+        tr.visited = visit_;
+        group_flows_.push_back(f);
+        for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
+          const auto other = static_cast<std::size_t>(u.hop);
+          if (hop_seen_[other] == visit_) continue;
+          hop_seen_[other] = visit_;
+          group_hops_.push_back(u.hop);
         }
-        scratch_weight_[h] += u.count;
-        hop_flows_[static_cast<std::size_t>(scratch_local_[h])].push_back(f);
       }
-      transfers_[static_cast<std::size_t>(f)].rate = -1.0;  // not fixed yet
     }
-    std::size_t unfixed = active_.size();
+    old_rates_.clear();
+    for (int f : group_flows_) {
+      Transfer& tr = transfers_[static_cast<std::size_t>(f)];
+      tr.remaining -= tr.rate * (now_ - tr.updated_at);  // bytes moved at the old rate
+      tr.updated_at = now_;
+      old_rates_.push_back(tr.rate);
+      tr.rate = -1.0;  // not fixed yet
+      for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
+        const auto h = static_cast<std::size_t>(u.hop);
+        scratch_weight_[h] += tr.share * u.count;
+        scratch_crossings_[h] += u.count;
+      }
+    }
+    std::size_t unfixed = group_flows_.size();
+    live_ = group_hops_;  // hops some unfixed flow still crosses
     while (unfixed > 0) {
+      // The hop that fills first: the least capacity left per unit of share. Hops
+      // no unfixed flow crosses any more leave the list (an integer count: no
+      // rounding residue), so each round scans fewer.
       int best = -1;
-      double best_share = kInf;
-      for (int h : touched_) {
-        const auto hi = static_cast<std::size_t>(h);
-        if (scratch_weight_[hi] <= 0) continue;
-        const double share = std::max(scratch_cap_[hi], 0.0) / scratch_weight_[hi];
-        if (share < best_share) {
-          best_share = share;
-          best = h;
+      double best_level = kInf;
+      for (std::size_t k = 0; k < live_.size();) {
+        const auto hi = static_cast<std::size_t>(live_[k]);
+        if (scratch_crossings_[hi] <= 0) {
+          live_[k] = live_.back();
+          live_.pop_back();
+          continue;
         }
+        const double level = std::max(scratch_cap_[hi], 0.0) / scratch_weight_[hi];
+        if (level < best_level) {
+          best_level = level;
+          best = live_[k];
+        }
+        ++k;
       }
       if (best < 0) break;  // cannot happen: every unfixed flow loads some hop
-      const auto& flows =
-          hop_flows_[static_cast<std::size_t>(scratch_local_[static_cast<std::size_t>(best)])];
-      for (int f : flows) {
+      for (int f : hop_flows_[static_cast<std::size_t>(best)]) {
         Transfer& tr = transfers_[static_cast<std::size_t>(f)];
         if (tr.rate >= 0.0) continue;
-        tr.rate = best_share;
+        tr.rate = best_level * tr.share;
         --unfixed;
         for (const HopUse& u : routes_[static_cast<std::size_t>(tr.route)].hops) {
           const auto h = static_cast<std::size_t>(u.hop);
-          scratch_cap_[h] -= best_share * u.count;
-          scratch_weight_[h] -= u.count;
+          scratch_cap_[h] -= tr.rate * u.count;
+          scratch_weight_[h] -= tr.share * u.count;
+          scratch_crossings_[h] -= u.count;
         }
       }
     }
-    for (int h : touched_) scratch_local_[static_cast<std::size_t>(h)] = -1;
+    for (std::size_t k = 0; k < group_flows_.size(); ++k) {
+      Transfer& tr = transfers_[static_cast<std::size_t>(group_flows_[k])];
+      // An unchanged rate keeps its queued completion (most of a large group's rates
+      // do not move when one flow in it starts or ends).
+      if (tr.rate == old_rates_[k] && tr.rate > 0.0) continue;
+      ++tr.version;
+      if (tr.rate > 0.0) {
+        completions_.push({now_ + tr.remaining / tr.rate, tr.started, group_flows_[k], tr.version});
+      }
+    }
+  }
+
+  // The next completion in the queue, dropping entries a rate change has replaced.
+  const Completion* nextCompletion() {
+    while (!completions_.empty()) {
+      const Completion& c = completions_.top();
+      if (transfers_[static_cast<std::size_t>(c.transfer)].version == c.version) return &c;
+      completions_.pop();
+    }
+    return nullptr;
   }
 
   void loop() {
     while (true) {
-      if (flows_changed_) {
-        recomputeRates();
-        flows_changed_ = false;
-      }
-      double next = events_.empty() ? kInf : events_.top().time;
-      int first_done = -1;
-      for (int f : active_) {
-        const Transfer& tr = transfers_[static_cast<std::size_t>(f)];
-        if (tr.rate <= 0.0) continue;
-        const double at = now_ + tr.remaining / tr.rate;
-        if (at < next) {
-          next = at;
-          first_done = f;
-        }
-      }
+      if (!dirty_.empty()) recomputeRates();
+      const Completion* first = nextCompletion();
+      const double next_event = events_.empty() ? kInf : events_.top().time;
+      const double next = std::min(next_event, first != nullptr ? first->time : kInf);
       if (next == kInf) break;
-      const double dt = next - now_;
       now_ = next;
-      for (int f : active_) {
-        Transfer& tr = transfers_[static_cast<std::size_t>(f)];
-        tr.remaining -= tr.rate * dt;
-      }
-      if (first_done >= 0) transfers_[static_cast<std::size_t>(first_done)].remaining = 0.0;
 
-      // Flows whose last byte has arrived, in the (deterministic) order they started.
+      // Flows whose last byte has arrived (the first in the queue when it is due, and
+      // any within rounding of done), in the (deterministic) order they started.
       done_.clear();
-      std::erase_if(active_, [&](int f) {
-        const Transfer& tr = transfers_[static_cast<std::size_t>(f)];
-        if (tr.remaining > kDoneFraction * tr.bytes) return false;
-        done_.push_back(f);
-        return true;
+      for (const Completion* c = first; c != nullptr; c = nextCompletion()) {
+        const Transfer& tr = transfers_[static_cast<std::size_t>(c->transfer)];
+        const double left = tr.remaining - tr.rate * (now_ - tr.updated_at);
+        if (c->time > now_ && left > kDoneFraction * tr.bytes) break;
+        done_.push_back(c->transfer);
+        completions_.pop();
+      }
+      std::sort(done_.begin(), done_.end(), [&](int a, int b) {
+        return transfers_[static_cast<std::size_t>(a)].started <
+               transfers_[static_cast<std::size_t>(b)].started;
       });
-      if (!done_.empty()) flows_changed_ = true;
+      for (int f : done_) stopFlow(f);
       for (int f : done_) completeTransfer(f);
 
       // Latency expiries and copy completions due now (processing may add more).
@@ -479,22 +587,30 @@ class Simulator {
   std::map<std::pair<topo::Vertex, topo::Vertex>, int> hop_ids_;
   std::vector<Hop> hops_;
   std::vector<double> copy_rate_;
+  std::vector<double> channel_seconds_;
 
   double now_ = 0.0;
   double last_completion_ = 0.0;
   int completed_count_ = 0;
   std::uint64_t seq_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  std::vector<int> active_;  // transfers whose bytes are flowing, in start order
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
+  std::uint64_t started_ = 0;
   std::vector<int> done_;
-  bool flows_changed_ = false;
 
-  // recomputeRates scratch, indexed by hop (cap, weight, local) or touched index.
-  std::vector<double> scratch_cap_;
-  std::vector<int> scratch_weight_;
-  std::vector<int> scratch_local_;
-  std::vector<int> touched_;
+  // The flows on each hop, and the hops whose flows changed since the last rates.
   std::vector<std::vector<int>> hop_flows_;
+  std::vector<int> dirty_;
+  std::vector<char> dirty_flag_;
+
+  // recomputeRates scratch: per hop (cap, weight, crossings, seen), and the group.
+  std::vector<double> scratch_cap_;
+  std::vector<double> scratch_weight_;  // sum of share * crossings of the unfixed flows
+  std::vector<int> scratch_crossings_;  // crossings of the unfixed flows
+  std::vector<std::uint32_t> hop_seen_;
+  std::uint32_t visit_ = 0;
+  std::vector<int> group_hops_, group_flows_, live_;
+  std::vector<double> old_rates_;
 };
 
 }  // namespace

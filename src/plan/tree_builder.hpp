@@ -78,12 +78,39 @@ class Builder {
     return out;
   }
 
-  std::uint64_t chunkFor(const LoweredTree& t, std::uint64_t bytes) const {
+  // The chunk for `bytes` of tree t on one channel moving at `gbps` (the channel's
+  // share of the tree's rate). `passes`: 2 when each chunk goes up the tree and then
+  // down again (AllReduce), which makes the pipeline twice as deep.
+  std::uint64_t chunkFor(const LoweredTree& t, std::uint64_t bytes, double gbps,
+                         int passes = 1) const {
+    if (options_.chunk_bytes > 0) return fixedChunk();
+    return chooseChunkBytes(bytes, passes * t.depth, alpha(t), gbps, options_.element_size);
+  }
+
+  // How many channels `bytes` of tree t travel on (channelsForTree, or with a fixed
+  // chunk size: all of options.channels_per_tree once the data makes two chunks).
+  int channelsFor(const LoweredTree& t, std::uint64_t bytes, int passes = 1) const {
+    const int most = std::max(1, options_.channels_per_tree);
     if (options_.chunk_bytes > 0) {
-      return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
+      return bytes >= kMinChunksPerChannel * fixedChunk() ? most : 1;
     }
-    return chooseChunkBytes(bytes, t.depth, t.latency_s + options_.step_overhead_us * 1e-6, t.gbps,
-                            options_.element_size);
+    return channelsForTree(bytes, passes * t.depth, alpha(t), t.gbps, options_.element_size, most);
+  }
+
+  // Chunk boundaries of channel k of `channels` that carry [offset, offset + bytes):
+  // channel k's first chunk holds k/channels of a chunk, so the channels of one tree
+  // take turns (while one waits out a step's latency, another's bytes flow) instead
+  // of running in lockstep and waiting out their latencies together.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> staggeredChunks(std::uint64_t offset,
+                                                                       std::uint64_t bytes,
+                                                                       std::uint64_t chunk, int k,
+                                                                       int channels) const {
+    const auto lead = chunk * static_cast<std::uint64_t>(k) /
+                      static_cast<std::uint64_t>(std::max(channels, 1)) / es() * es();
+    if (lead == 0 || lead >= bytes) return chunks(offset, bytes, chunk);
+    auto out = chunks(offset + lead, bytes - lead, chunk);
+    out.insert(out.begin(), {offset, lead});
+    return out;
   }
 
   // Chunk boundaries of [offset, offset + bytes).
@@ -194,6 +221,16 @@ class Builder {
 
  private:
   std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
+
+  std::uint64_t fixedChunk() const {
+    return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
+  }
+
+  // The per-step cost the chunk rule weighs for tree t: its slowest route's latency
+  // plus the fixed per-step overhead.
+  double alpha(const LoweredTree& t) const {
+    return t.latency_s + options_.step_overhead_us * 1e-6;
+  }
 
   bool isGpu(topo::Vertex v) const { return topology_.device(v).kind == topo::DeviceKind::Gpu; }
 

@@ -249,6 +249,38 @@ double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
          g.unit_gbps;
 }
 
+double allReduceBoundGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links) {
+  PackingGraph g = buildPackingGraph(topology, links);
+  const int n = g.num_terminals;
+  if (n < 2) return 0.0;
+  const Capacity cut = broadcastBound(g, 0);
+  if (cut == 0) return 0.0;
+  // The packing graph keeps exactly the links data between GPUs can use (allowed
+  // kinds; relays that lead nowhere dropped), so its arcs are what every delivery
+  // has to pass. Parties: each GPU alone, and each node's GPUs together.
+  auto nodeOf = [&](int v) { return topology.device(g.topo_vertex[v]).node; };
+  std::set<int> gpu_nodes;
+  for (int v = 0; v < n; ++v) gpu_nodes.insert(nodeOf(v));
+  Capacity into_gpus = 0, out_of_gpus = 0, into_nodes = 0, out_of_nodes = 0;
+  for (const auto& a : g.arcs) {
+    if (g.isTerminal(a.to)) into_gpus += a.capacity;
+    if (g.isTerminal(a.from)) out_of_gpus += a.capacity;
+    const int from = nodeOf(a.from), to = nodeOf(a.to);
+    if (from == to) continue;
+    if (gpu_nodes.contains(to)) into_nodes += a.capacity;
+    if (gpu_nodes.contains(from)) out_of_nodes += a.capacity;
+  }
+  auto traffic = [](Capacity into, Capacity out, std::size_t parties) {
+    return static_cast<double>(std::min(into, out)) / (2.0 * static_cast<double>(parties - 1));
+  };
+  double best = std::min(static_cast<double>(cut),
+                         traffic(into_gpus, out_of_gpus, static_cast<std::size_t>(n)));
+  if (gpu_nodes.size() > 1) {
+    best = std::min(best, traffic(into_nodes, out_of_nodes, gpu_nodes.size()));
+  }
+  return best * g.unit_gbps;
+}
+
 double allGatherBoundGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links) {
   PackingGraph g = buildPackingGraph(topology, links);
   return allGatherBound(g).gbps(g.unit_gbps);

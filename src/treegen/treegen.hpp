@@ -61,6 +61,31 @@ AllReduceBounds allReduceBounds(const topo::Topology& topology,
 
 double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
                           const std::set<topo::LinkKind>& links);
+
+// An upper bound on the algorithm bandwidth (bytes / time) of ANY AllReduce on the
+// topology's GPUs, whatever its shape, for algorithms that combine only on GPUs
+// (switches, CPUs and NICs pass each message on to one place, never reduce or
+// multicast) and move every element as a whole value (no coding across elements),
+// which is what Blink's plans and the baselines do. The smaller of:
+// - the minimum cut: for a set X of GPUs holding some but not all, every result in
+//   X depends on the inputs outside it, so at least `bytes` cross into X (bounded
+//   here by the cuts that separate GPU 0 from another GPU: the broadcast bound);
+// - the total traffic. Split the GPUs into P parties (each GPU alone; each node's
+//   GPUs together) and count, for one element, the deliveries from one party into
+//   another, letting a party's GPUs share what they know for free. Before the first
+//   party knows the element's full result, each of the other P - 1 has sent at
+//   least once (its inputs must reach that party); the delivery that completes the
+//   first party completes no other, so each of the other P - 1 needs one more
+//   delivery afterwards: the one-way gossip bound, 2(P - 1) deliveries (ordered by
+//   arrival). Each enters its party (the GPU itself, or the node's devices) over a
+//   link from outside it and leaves the sender's party over a link out of it, so
+//   time >= 2(P - 1) bytes / (the total capacity into the parties), and likewise
+//   out of them. For GPU parties on a
+//   DGX-1V (8 GPUs, 165.75 GB/s into each) that is 94.7 GB/s, where the minimum cut
+//   allows 165.75; for node parties it is 2(N - 1)/N of the buffer through each
+//   node's NICs.
+// 0 for fewer than two GPUs or a GPU that cannot be reached.
+double allReduceBoundGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links);
 double allGatherBoundGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links);
 
 }  // namespace blink::treegen

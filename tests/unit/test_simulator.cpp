@@ -1,5 +1,6 @@
 // The flow-level simulator against closed forms: one transfer, shared links (max-min
-// fairness), a pipelined chain broadcast, the ring AllReduce, copies, and the errors.
+// fairness, weighted by channel shares), a pipelined chain broadcast, the ring
+// AllReduce, copies, and the errors.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -213,6 +214,112 @@ TEST(Simulator, SharesAreMaxMinFair) {
   const auto result = plan::simulate(p, t, overhead(0));
   expectRel(result.seconds, 2.0 * static_cast<double>(S) / (B * kGB));
   expectRel(result.busiest_link_utilisation, 1.0);
+}
+
+TEST(Simulator, ChannelSharesDivideALinkInProportion) {
+  // One 10 GB/s link; channel 0 (share 3) moves 3S, channel 1 (share 1) moves S.
+  // Under the shares both run at their proportions and end together at 4S/B; under
+  // equal shares channel 1 ends at 2S/B and channel 0 at the same 4S/B.
+  const double B = 10.0;
+  const std::uint64_t S = 25'000'000;
+  const topo::Topology t = chain(2, B, 0.0);
+  Plan p = emptyPlan(2, 4 * S);
+  const int route = addRoute(p, {0, 1});
+  send(p, 0, 1, 3 * S, route, {}, 0);
+  send(p, 0, 1, S, route, {}, 1);
+  recv(p, 1, 0, 3 * S, {}, 0);
+  recv(p, 1, 0, S, {}, 1);
+  const double all = 4.0 * static_cast<double>(S) / (B * kGB);
+  {
+    Plan shared = p;
+    shared.channel_shares = {3.0, 1.0};
+    const auto result = plan::simulate(shared, t, overhead(0));
+    expectRel(result.seconds, all);
+    ASSERT_EQ(result.channel_seconds.size(), 2u);
+    expectRel(result.channel_seconds[0], all);
+    expectRel(result.channel_seconds[1], all);
+  }
+  {
+    const auto result = plan::simulate(p, t, overhead(0));
+    expectRel(result.seconds, all);
+    ASSERT_EQ(result.channel_seconds.size(), 2u);
+    expectRel(result.channel_seconds[0], all);
+    expectRel(result.channel_seconds[1], all / 2);
+  }
+}
+
+TEST(Simulator, SharesAreWeightedMaxMinFair) {
+  // 0 -> 1 has B, 1 -> 2 has 2B. f1: 0->1 (share 1), f2: 0->1->2 (share 3), f3:
+  // 1->2 (share 1). Filling by share: 0 -> 1 fills first, at B/4 per unit of share
+  // (f1 B/4, f2 3B/4; 1 -> 2 would fill at 2B/4); f3 gets what f2 leaves of 1 -> 2:
+  // 5B/4. (Equal shares would give f1 and f2 B/2 each.)
+  const double B = 8.0;
+  const std::uint64_t S = 40'000'000;
+  topo::Topology t = gpus(3);
+  t.addLink(0, 1, nvlink(B, 0.0));
+  t.addLink(1, 2, nvlink(2 * B, 0.0));
+  Plan p = emptyPlan(3, 5 * S);
+  p.channel_shares = {1.0, 3.0, 1.0};
+  send(p, 0, 1, S, addRoute(p, {0, 1}), {}, 0);
+  send(p, 0, 2, 3 * S, addRoute(p, {0, 1, 2}), {}, 1);
+  send(p, 1, 2, 5 * S, addRoute(p, {1, 2}), {}, 2);
+  recv(p, 1, 0, S, {}, 0);
+  recv(p, 2, 0, 3 * S, {}, 1);
+  recv(p, 2, 1, 5 * S, {}, 2);
+  const auto result = plan::simulate(p, t, overhead(0));
+  // S at B/4, 3S at 3B/4 and 5S at 5B/4: all end at 4S/B.
+  expectRel(result.seconds, 4.0 * static_cast<double>(S) / (B * kGB));
+  ASSERT_EQ(result.channel_seconds.size(), 3u);
+  for (double c : result.channel_seconds) expectRel(c, result.seconds);
+}
+
+TEST(Simulator, AFlowEndingMovesRatesBeyondItsOwnHops) {
+  // 0 -> 1 has B, 1 -> 2 has 2B. f1: 0->1 (S), f2: 0->1->2 (4S), f3: 1->2 (6S).
+  // Until f1 ends at 2S/B: f1 = f2 = B/2, f3 = 1.5B. Then f2 = B, and f3, which
+  // shares no hop with f1, drops to B: both end at 5S/B. (Rates recomputed only
+  // around f1's hop would leave f3 at 1.5B and overload 1 -> 2.)
+  const double B = 10.0;
+  const std::uint64_t S = 10'000'000;
+  topo::Topology t = gpus(3);
+  t.addLink(0, 1, nvlink(B, 0.0));
+  t.addLink(1, 2, nvlink(2 * B, 0.0));
+  Plan p = emptyPlan(3, 6 * S);
+  send(p, 0, 1, S, addRoute(p, {0, 1}), {}, 0);
+  send(p, 0, 2, 4 * S, addRoute(p, {0, 1, 2}), {}, 1);
+  send(p, 1, 2, 6 * S, addRoute(p, {1, 2}), {}, 2);
+  recv(p, 1, 0, S, {}, 0);
+  recv(p, 2, 0, 4 * S, {}, 1);
+  recv(p, 2, 1, 6 * S, {}, 2);
+  const auto result = plan::simulate(p, t, overhead(0));
+  const double unit = static_cast<double>(S) / (B * kGB);
+  expectRel(result.seconds, 5.0 * unit);
+  ASSERT_EQ(result.channel_seconds.size(), 3u);
+  expectRel(result.channel_seconds[0], 2.0 * unit);
+  expectRel(result.channel_seconds[1], 5.0 * unit);
+  expectRel(result.channel_seconds[2], 5.0 * unit);
+  expectRel(result.busiest_link_utilisation, 1.0);
+}
+
+TEST(Simulator, BadChannelSharesThrow) {
+  const topo::Topology t = chain(2, 10.0, 1.0);
+  Plan p = emptyPlan(2, 1000);
+  send(p, 0, 1, 1000, addRoute(p, {0, 1}), {}, 1);
+  recv(p, 1, 0, 1000, {}, 1);
+  p.channel_shares = {1.0};  // channel 1 has none
+  std::string message;
+  EXPECT_EQ(statusOf([&] { plan::simulate(p, t); }, &message), blinkInvalidInput);
+  EXPECT_NE(message.find("has no share"), std::string::npos) << message;
+  p.channel_shares = {1.0, 0.0};
+  EXPECT_EQ(statusOf([&] { plan::simulate(p, t); }), blinkInvalidInput);
+  p.channel_shares = {1.0, 2.0};
+  EXPECT_EQ(statusOf([&] { plan::simulate(p, t); }), blinkSuccess);
+  // The structural check agrees, and the shares are part of the plan's hash.
+  EXPECT_NO_THROW(plan::validateStructure(p));
+  Plan q = p;
+  q.channel_shares = {1.0, 3.0};
+  EXPECT_NE(p.hash(), q.hash());
+  q.channel_shares = {1.0};
+  EXPECT_THROW(plan::validateStructure(q), Error);
 }
 
 // Rank 0 sends k chunks of c bytes down the chain 0 -> 1 -> ... -> n-1, one after

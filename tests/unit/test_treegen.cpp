@@ -319,6 +319,39 @@ TEST(TreegenBounds, HandComputedRing) {
   checkAllGather(t, exact(), 1.0);
 }
 
+TEST(TreegenBounds, AllReduceBoundIsTheCutOrTheTotalTraffic) {
+  // ring3: 30 + 20 + 30 GB/s into the GPUs / (2 * 2) = 20, the minimum cut too.
+  EXPECT_DOUBLE_EQ(blink::treegen::allReduceBoundGbps(ringOfThree(), {}), 20.0);
+  // A whole DGX-1: every GPU has 6 (V100) or 4 (P100) NVLink lanes and one PCIe x16
+  // link in; 2 * 7 deliveries of every element share them, far below the cut.
+  for (const char* machine : {"dgx1-v100", "dgx1-p100"}) {
+    const Topology t = blink::topo::makeZooTopology(machine, kTable);
+    double into = 0.0;
+    for (Vertex g : t.gpus()) {
+      for (auto [e, end] = boost::in_edges(g, t.graph()); e != end; ++e) {
+        into += t.graph()[*e].capacity();
+      }
+    }
+    const double bound = blink::treegen::allReduceBoundGbps(t, {});
+    EXPECT_TRUE(nearlyEqual(bound, into / 14.0)) << machine << ": " << bound;
+    EXPECT_LT(bound, blink::treegen::broadcastBoundGbps(t, 0, {}));
+    // NVLink only: the cut (4 or 6 lanes) against 8 x lanes / 14.
+    const double lanes = std::string(machine) == "dgx1-v100" ? 6.0 : 4.0;
+    const double lane = std::string(machine) == "dgx1-v100" ? 25.0 : 20.0;
+    EXPECT_TRUE(nearlyEqual(blink::treegen::allReduceBoundGbps(t, {LinkKind::NvLink}),
+                            8.0 * lanes * lane / 14.0));
+  }
+  // Four DGX-1Vs: each node's four 12.5 GB/s NICs; 2 * 3 deliveries of every element
+  // between nodes share 4 x 50 GB/s into the nodes (below the cut, 50, and the GPUs'
+  // 32 x 165.75 / 62).
+  EXPECT_TRUE(nearlyEqual(
+      blink::treegen::allReduceBoundGbps(blink::topo::makeZooTopology("dgx1-v100:4", kTable), {}),
+      200.0 / 6.0));
+  // One GPU: nothing to reduce.
+  const Topology one = blink::topo::makeZooTopology("dgx1-v100", kTable).restrictToGpus({3});
+  EXPECT_EQ(blink::treegen::allReduceBoundGbps(one, {}), 0.0);
+}
+
 // The validator catches what it claims to: each corruption of a valid packing is
 // rejected.
 TEST(TreegenOracle, ValidatorRejectsCorruptedPackings) {
