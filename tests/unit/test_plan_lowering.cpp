@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_topologies.hpp"
 #include "plan/baselines.hpp"
 #include "plan/lower_trees.hpp"
 #include "plan/simulator.hpp"
@@ -132,12 +133,7 @@ TEST(PlanLowering, TreePlansWithOtherDataWeightsAreCorrect) {
 // sharing A -> B.
 topo::Topology unequalTriangle() {
   topo::Topology t("unequal-triangle");
-  std::vector<topo::Vertex> g;
-  for (int i = 0; i < 3; ++i) {
-    topo::Device d = topo::makeDevice("gpu" + std::to_string(i), topo::DeviceKind::Gpu);
-    d.gpu_index = i;
-    g.push_back(t.addDevice(d));
-  }
+  const std::vector<topo::Vertex> g = test::addGpus(t, 3);
   auto link = [](double gbps) { return topo::Link{topo::LinkKind::NvLink, gbps, 1, 0.7, ""}; };
   t.addDuplexLink(g[0], g[1], link(20.0));
   t.addDuplexLink(g[1], g[2], link(15.0));
@@ -189,12 +185,7 @@ TEST(PlanLowering, TreesOfUnequalWeightSharingALinkReachTheBound) {
 TEST(PlanLowering, DeepTreesUseTwoStaggeredChannels) {
   // A chain of 8 GPUs, 2 x 25 GB/s between neighbours: one 50 GB/s tree of depth 7.
   topo::Topology t("chain8");
-  std::vector<topo::Vertex> g;
-  for (int i = 0; i < 8; ++i) {
-    topo::Device d = topo::makeDevice("gpu" + std::to_string(i), topo::DeviceKind::Gpu);
-    d.gpu_index = i;
-    g.push_back(t.addDevice(d));
-  }
+  const std::vector<topo::Vertex> g = test::addGpus(t, 8);
   for (int i = 0; i + 1 < 8; ++i) {
     t.addDuplexLink(g[i], g[i + 1], topo::Link{topo::LinkKind::NvLink, 25.0, 2, 0.7, ""});
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_topologies.hpp"
 #include "plan/baselines.hpp"
 #include "plan/planner.hpp"
 #include "plan/symbolic_executor.hpp"
@@ -96,12 +97,7 @@ TEST(Planner, RebalancingEvensOutTheTrees) {
 // algorithm comes close to it.
 TEST(Planner, AllReduceBoundHoldsAndIsTightOnARing) {
   topo::Topology ring("ring4");
-  std::vector<topo::Vertex> g;
-  for (int i = 0; i < 4; ++i) {
-    topo::Device d = topo::makeDevice("gpu" + std::to_string(i), topo::DeviceKind::Gpu);
-    d.gpu_index = i;
-    g.push_back(ring.addDevice(d));
-  }
+  const std::vector<topo::Vertex> g = test::addGpus(ring, 4);
   for (int i = 0; i < 4; ++i) {
     ring.addDuplexLink(g[i], g[(i + 1) % 4], topo::Link{topo::LinkKind::NvLink, 25.0, 1, 0.7, ""});
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "gpu_topologies.hpp"
 #include "plan/plan.hpp"
 #include "plan/simulator.hpp"
 #include "topology/topology.hpp"
@@ -48,11 +49,7 @@ topo::Link nvlink(double gbps, double latency_us, int multiplicity = 1) {
 // n GPUs, gpu_index i at vertex i, no links.
 topo::Topology gpus(int n) {
   topo::Topology t("gpus");
-  for (int i = 0; i < n; ++i) {
-    topo::Device d = topo::makeDevice("gpu" + std::to_string(i), topo::DeviceKind::Gpu);
-    d.gpu_index = i;
-    t.addDevice(d);
-  }
+  test::addGpus(t, n);
   return t;
 }
 
