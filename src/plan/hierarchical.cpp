@@ -1,6 +1,7 @@
 #include "plan/hierarchical.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -355,6 +356,7 @@ class Composer {
         break;
     }
     if (plan_.chunk_bytes == 0) plan_.chunk_bytes = largest_chunk_;
+    assignShares();
     describe();
   }
 
@@ -461,7 +463,8 @@ class Composer {
     note << set.method << " trees: " << set.trees.size() << ", " << set.rate_gbps << " of "
          << set.bound_gbps << " GB/s";
     nt.note = note.str();
-    if (nt.trees.size() > static_cast<std::size_t>(kPhase)) {
+    if (nt.trees.size() * static_cast<std::size_t>(std::max(1, options_.channels_per_tree)) >
+        static_cast<std::size_t>(kPhase)) {
       throw Error(blinkInternalError, "hierarchical: more trees in one node than channels");
     }
     return nt;
@@ -498,12 +501,12 @@ class Composer {
   }
 
   // The root's node: the whole buffer (every piece) over the node's broadcast trees
-  // from the root.
+  // from the root, on options.channels_per_tree channels each.
   void intraWhole(int k, int root_rank, bool up, int channel_base) {
     if (localCount(k) < 2) return;
     std::vector<Range> all;
     for (const Piece& p : pieces_) all.push_back(p.range);
-    intra(root_trees_, {{root_rank, all}}, up, channel_base);
+    intra(root_trees_, {{root_rank, all}}, up, channel_base, options_.channels_per_tree);
   }
 
   // The ranges of each root (pieces) are dealt out to the root's trees chunk by chunk,
@@ -512,8 +515,14 @@ class Composer {
   // at once, front to back, each tree then works on what they produce or need next,
   // in proportion to its weight, instead of one tree's contiguous share or one piece
   // holding up the others.
+  //
+  // Each tree has channels_per_tree channels (as in lower_trees.cpp: the trees of one
+  // root alone, not those of every root at once, which fill each other's gaps) when its
+  // part makes kMinChunksPerChannel chunks: each with an equal part of the tree's rate as
+  // its share and its chunks, its first chunk k/channels of one so that the channels
+  // take turns waiting out a step's latency.
   void intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
-             int channel_base) {
+             int channel_base, int channels_per_tree = 1) {
     for (const auto& [root, list] : ranges) {
       if (list.empty()) continue;
       auto it = nt.by_root.find(root);
@@ -526,27 +535,50 @@ class Composer {
       std::uint64_t total = 0;
       for (std::size_t i : trees) weight += std::max(nt.trees[i].gbps, 0.0);
       for (const Range& r : list) total += r.second;
-      std::vector<std::uint64_t> chunk(trees.size()), given(trees.size(), 0);
-      for (std::size_t i = 0; i < trees.size(); ++i) {
-        const double share = weight > 0 ? nt.trees[trees[i]].gbps / weight : 1.0;
-        const auto bytes = static_cast<std::uint64_t>(static_cast<double>(total) * share);
-        chunk[i] = chunkFor(nt.trees[trees[i]].latency_s, nt.trees[trees[i]].gbps,
-                            std::max(bytes / es() * es(), es()));
+      // Lanes: each tree's channels, each with an equal part of its rate.
+      struct Lane {
+        std::size_t tree = 0;  // index into nt.trees
+        int channel = 0;
+        double gbps = 0.0;
+        std::uint64_t chunk = 0, lead = 0, given = 0;
+        std::vector<Range> dealt;
+      };
+      const int most = std::max(1, channels_per_tree);
+      std::vector<Lane> lanes;
+      for (std::size_t i : trees) {
+        const double share = weight > 0 ? nt.trees[i].gbps / weight : 1.0;
+        const auto bytes = std::max(
+            static_cast<std::uint64_t>(static_cast<double>(total) * share) / es() * es(), es());
+        const std::uint64_t one = chunkFor(nt.trees[i].latency_s, nt.trees[i].gbps, bytes);
+        const int channels = bytes / one >= kMinChunksPerChannel ? most : 1;
+        for (int k = 0; k < channels; ++k) {
+          Lane lane;
+          lane.tree = i;
+          lane.channel = channel_base + static_cast<int>(i) * most + k;
+          lane.gbps = nt.trees[i].gbps / channels;
+          lane.chunk = channels == 1 ? one
+                                     : chunkFor(nt.trees[i].latency_s, lane.gbps,
+                                                std::max(bytes / channels / es() * es(), es()));
+          lane.lead = lane.chunk * static_cast<std::uint64_t>(k) /
+                      static_cast<std::uint64_t>(channels) / es() * es();
+          lanes.push_back(std::move(lane));
+        }
       }
-      std::vector<std::vector<Range>> dealt(trees.size());
       std::vector<std::uint64_t> done(list.size(), 0);
       for (std::uint64_t left = total; left > 0;) {
-        std::size_t tree = 0;
+        std::size_t pick = 0;
         double best_finish = std::numeric_limits<double>::infinity();
-        for (std::size_t i = 0; i < trees.size(); ++i) {
-          const double w = nt.trees[trees[i]].gbps;
-          if (w <= 0) continue;
-          const double finish = static_cast<double>(given[i] + chunk[i]) / w;
+        for (std::size_t l = 0; l < lanes.size(); ++l) {
+          if (lanes[l].gbps <= 0) continue;
+          const std::uint64_t next =
+              lanes[l].dealt.empty() && lanes[l].lead > 0 ? lanes[l].lead : lanes[l].chunk;
+          const double finish = static_cast<double>(lanes[l].given + next) / lanes[l].gbps;
           if (finish < best_finish) {
             best_finish = finish;
-            tree = i;
+            pick = l;
           }
         }
+        Lane& lane = lanes[pick];
         // The ranges advance together (least done first), as the chains of the
         // inter-node phase deliver or take them.
         std::size_t range = list.size();
@@ -557,16 +589,17 @@ class Composer {
             range = k;
           }
         }
-        const std::uint64_t len = std::min(chunk[tree], list[range].second - done[range]);
-        dealt[tree].emplace_back(list[range].first + done[range], len);
-        given[tree] += len;
+        const std::uint64_t want = lane.dealt.empty() && lane.lead > 0 ? lane.lead : lane.chunk;
+        const std::uint64_t len = std::min(want, list[range].second - done[range]);
+        lane.dealt.emplace_back(list[range].first + done[range], len);
+        lane.given += len;
         done[range] += len;
         left -= len;
         largest_chunk_ = std::max(largest_chunk_, len);
       }
-      for (std::size_t i = 0; i < trees.size(); ++i) {
-        const int channel = channel_base + static_cast<int>(trees[i]);
-        for (const Range& c : dealt[i]) treePass(nt.trees[trees[i]], channel, c, up);
+      for (const Lane& lane : lanes) {
+        if (!lane.dealt.empty()) setShare(lane.channel, lane.gbps);
+        for (const Range& c : lane.dealt) treePass(nt.trees[lane.tree], lane.channel, c, up);
       }
     }
   }
@@ -645,12 +678,62 @@ class Composer {
     for (const Hop& h : out.hops) {
       const auto& route = plan_.routes[static_cast<std::size_t>(h.route)];
       latency = std::max(latency, b_.routeLatency(route));
-      gbps = std::min(gbps, bottleneckGbps(t_, route) / std::max(share_[h.route], 1));
+      gbps = std::min(gbps, hopGbps(h));
     }
     const std::uint64_t chunk = chunkFor(latency, gbps, p.range.second);
     largest_chunk_ = std::max(largest_chunk_, chunk);
     out.chunks = b_.chunks(p.range.first, p.range.second, chunk);
+    // Each hop's channel moves at the rate its route has per port (the NIC's rate
+    // over the ports that share it): what the chain was sized for.
+    if (!out.chunks.empty()) {
+      for (const Hop& h : out.hops) setShare(h.channel, hopGbps(h));
+    }
     return out;
+  }
+
+  // The rate of hop h's route per port that shares its busier NIC.
+  double hopGbps(const Hop& h) {
+    const auto& route = plan_.routes[static_cast<std::size_t>(h.route)];
+    return bottleneckGbps(t_, route) / std::max(share_[h.route], 1);
+  }
+
+  // ---- channel shares ----
+
+  // Channel `channel` moves at `gbps` (the largest rate given for it).
+  void setShare(int channel, double gbps) {
+    if (!std::isfinite(gbps) || gbps <= 0.0) return;
+    auto [it, fresh] = channel_share_.emplace(channel, gbps);
+    if (!fresh) it->second = std::max(it->second, gbps);
+  }
+
+  // The channels renumbered densely (in order, so every message keeps its place among
+  // those of its sender, receiver and channel), each with its share
+  // (Plan::channel_shares): an intra-node tree's channel its packed rate, an
+  // inter-node hop's its route's rate per port, as in the flat tree plans. Without a
+  // share for some used channel (a tree packed without a rate) the plan keeps equal
+  // shares.
+  void assignShares() {
+    std::set<int> used;
+    for (const auto& rank : plan_.ranks) {
+      for (const Step& s : rank.steps) {
+        if (s.kind != StepKind::Copy) used.insert(s.channel);
+      }
+    }
+    std::map<int, int> renumbered;
+    std::vector<double> shares;
+    bool complete = true;
+    for (int c : used) {
+      renumbered[c] = static_cast<int>(shares.size());
+      auto it = channel_share_.find(c);
+      complete = complete && it != channel_share_.end();
+      shares.push_back(it != channel_share_.end() ? it->second : 1.0);
+    }
+    for (auto& rank : plan_.ranks) {
+      for (Step& s : rank.steps) {
+        if (s.kind != StepKind::Copy) s.channel = renumbered.at(s.channel);
+      }
+    }
+    if (complete) plan_.channel_shares = std::move(shares);
   }
 
   // BLINK_CHUNK_BYTES, else the alpha-beta rule for `bytes` over the whole pipeline
@@ -781,6 +864,7 @@ class Composer {
   std::map<std::tuple<int, int, int, int>, int> inter_routes_;
   std::map<int, int> share_;  // inter-node route -> ports sharing its busier NIC
   std::map<int, int> reversed_;
+  std::map<int, double> channel_share_;  // channel (before renumbering) -> GB/s
   std::uint64_t largest_chunk_ = 0;
   int pipeline_depth_ = 2;
 };

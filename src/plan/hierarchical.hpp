@@ -43,6 +43,14 @@
 // writes on its rank (read after write, write after read or write), in the order the
 // phases are written, so each chunk of a phase starts as soon as the chunks of the
 // previous phase it overlaps are done; nothing waits for a whole phase.
+//
+// Channels and their shares (Plan::channel_shares, one per channel used, the channels
+// numbered densely), as in the flat tree plans: each P1/P3 tree's channel gets the
+// tree's packed rate; the root node's broadcast trees (Broadcast P1, Reduce P3: one
+// root's trees alone) get LowerOptions::channels_per_tree staggered channels each,
+// with an equal part of the rate; each P2 channel gets the rate of its route per port
+// sharing the busier NIC (what the chain's chunks were sized for). The planner keeps
+// the same plan with equal shares where that simulates faster.
 #pragma once
 
 #include <cstdint>
