@@ -130,25 +130,6 @@ std::vector<Ring> findRings(const topo::Topology& topology) {
   return rings;
 }
 
-namespace {
-
-using Range = std::pair<std::uint64_t, std::uint64_t>;
-
-// Splits a range into `parts` near-equal pieces of whole elements.
-std::vector<Range> evenSplit(Range r, int parts, std::uint64_t es) {
-  std::vector<Range> out;
-  const std::uint64_t elements = r.second / es;
-  std::uint64_t at = r.first;
-  for (int i = 0; i < parts; ++i) {
-    std::uint64_t e = elements / parts + (static_cast<std::uint64_t>(i) < elements % parts ? 1 : 0);
-    out.emplace_back(at, e * es);
-    at += e * es;
-  }
-  return out;
-}
-
-}  // namespace
-
 Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
               int root_rank, const LowerOptions& options) {
   Plan plan = emptyPlan(collective, "ring", topology, bytes, options.element_size);
@@ -181,7 +162,7 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
 
     if (rooted) {
       // A pipelined chain from the root along the ring (reversed for Reduce).
-      Range part = evenSplit({0, bytes}, static_cast<int>(rings.size()), es)[ri];
+      ByteRange part = evenParts({0, bytes}, static_cast<int>(rings.size()), es)[ri];
       const int start = pos[root_rank];
       for (std::uint64_t done = 0; done < part.second; done += chunk) {
         const std::uint64_t off = part.first + done, len = std::min(chunk, part.second - done);
@@ -208,27 +189,27 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
     // Unrooted: the segment structure. For AllReduce, every chunk-sized group of
     // this ring's part is cut into n pieces; for AllGather/ReduceScatter the
     // pieces are the ranks' own segments, each split evenly among the rings.
-    std::vector<std::vector<Range>> groups;  // groups[g][r]: the piece owned by rank r
+    std::vector<std::vector<ByteRange>> groups;  // groups[g][r]: the piece owned by rank r
     if (collective == Collective::AllReduce) {
-      Range part = evenSplit({0, bytes}, static_cast<int>(rings.size()), es)[ri];
+      ByteRange part = evenParts({0, bytes}, static_cast<int>(rings.size()), es)[ri];
       const std::uint64_t group_bytes = chunk * static_cast<std::uint64_t>(n);
       for (std::uint64_t done = 0; done < part.second; done += group_bytes) {
         auto pieces =
-            evenSplit({part.first + done, std::min(group_bytes, part.second - done)}, n, es);
-        std::vector<Range> by_rank(n);
+            evenParts({part.first + done, std::min(group_bytes, part.second - done)}, n, es);
+        std::vector<ByteRange> by_rank(n);
         for (int p = 0; p < n; ++p) by_rank[ring.order[p]] = pieces[p];
         groups.push_back(by_rank);
       }
     } else {
-      std::vector<Range> mine(n);
+      std::vector<ByteRange> mine(n);
       std::uint64_t longest = 0;
       for (int r = 0; r < n; ++r) {
-        mine[r] = evenSplit({plan.segmentOffset(r), plan.segmentBytes(r)},
+        mine[r] = evenParts({plan.segmentOffset(r), plan.segmentBytes(r)},
                             static_cast<int>(rings.size()), es)[ri];
         longest = std::max(longest, mine[r].second);
       }
       for (std::uint64_t done = 0; done < longest; done += chunk) {
-        std::vector<Range> by_rank(n);
+        std::vector<ByteRange> by_rank(n);
         for (int r = 0; r < n; ++r) {
           std::uint64_t start = std::min(done, mine[r].second);
           by_rank[r] = {mine[r].first + start, std::min(chunk, mine[r].second - start)};
@@ -249,7 +230,7 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
           std::vector<int> recv_now(n, -1);
           for (int p = 0; p < n; ++p) {
             const int q = next(p), owner = ((p - 1 - t) % n + n) % n;
-            Range r = owned(owner);
+            ByteRange r = owned(owner);
             int s = b.add(rankAt(p), {StepKind::Send,
                                       rankAt(q),
                                       channel,
@@ -273,7 +254,7 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
           std::vector<int> recv_now(n, -1);
           for (int p = 0; p < n; ++p) {
             const int q = next(p), owner = ((p - t) % n + n) % n;
-            Range r = owned(owner);
+            ByteRange r = owned(owner);
             b.add(rankAt(p),
                   {StepKind::Send, rankAt(q), channel, r.first, r.second, 0, routes[p], {have[p]}});
             // Overwriting the piece waits for q's own RS send of it to have read it.

@@ -54,38 +54,15 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "plan/lower_trees.hpp"
+#include "plan/node_layout.hpp"
 #include "plan/plan.hpp"
 #include "topology/topology.hpp"
 #include "treegen/treegen.hpp"
 
 namespace blink::plan {
-
-// The nodes of a topology as the composition sees them. A port is a GPU with one NIC
-// its inter-node traffic uses: every GPU has one (its nearest NIC, the least loaded on
-// a tie; none when no NIC is reachable inside its node); where a node has more NICs
-// than GPUs, each GPU first takes the nearest NIC nobody has, and the NICs left over
-// go to the GPUs with the fewest ports (nearest first), so every NIC carries traffic.
-struct NodeLayout {
-  struct Port {
-    int rank = 0;
-    std::optional<topo::Vertex> nic;
-  };
-  std::vector<int> node_ids;                     // Device::node of each node with GPUs, increasing
-  std::vector<std::vector<int>> ranks;           // per node: its ranks, increasing
-  std::vector<std::vector<Port>> ports;          // per node: its ports, by rank then NIC
-  std::vector<int> node_of_rank;                 // index into node_ids
-  std::vector<int> local_of_rank;                // position in ranks[node_of_rank]
-  std::vector<std::optional<topo::Vertex>> nic;  // per rank: the NIC of its first port
-};
-
-NodeLayout nodeLayout(const topo::Topology& topology);
-
-// True when the topology's GPUs lie on at least two nodes.
-bool isMultiNode(const topo::Topology& topology);
 
 // The hierarchical plan (algorithm "blink-hierarchical") of `collective` over every
 // GPU of `topology`; root_rank for Broadcast/Reduce. Throws blinkInvalidArgument for

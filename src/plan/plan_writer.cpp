@@ -6,6 +6,19 @@
 
 namespace blink::plan {
 
+std::vector<ByteRange> evenParts(ByteRange r, int parts, std::uint64_t element_size) {
+  std::vector<ByteRange> out;
+  const std::uint64_t elements = r.second / element_size;
+  const auto p = static_cast<std::uint64_t>(parts);
+  std::uint64_t at = r.first;
+  for (std::uint64_t i = 0; i < p; ++i) {
+    const std::uint64_t e = elements / p + (i < elements % p ? 1 : 0);
+    out.emplace_back(at, e * element_size);
+    at += e * element_size;
+  }
+  return out;
+}
+
 Plan emptyPlan(Collective collective, const std::string& algorithm, const topo::Topology& topology,
                std::uint64_t bytes, int element_size) {
   if (element_size < 1) throw Error(blinkInvalidArgument, "element size must be >= 1");

@@ -3,9 +3,11 @@
 // one kind between the same pair on the same channel stay in list order.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "plan/plan.hpp"
@@ -16,6 +18,12 @@ namespace blink::plan {
 // Throws blinkInvalidArgument when bytes is not a whole number of elements.
 Plan emptyPlan(Collective collective, const std::string& algorithm, const topo::Topology& topology,
                std::uint64_t bytes, int element_size);
+
+using ByteRange = std::pair<std::uint64_t, std::uint64_t>;  // offset, bytes
+
+// `r` cut into `parts` contiguous near-equal pieces of whole elements of
+// `element_size` bytes (the first ones one element longer where it does not divide).
+std::vector<ByteRange> evenParts(ByteRange r, int parts, std::uint64_t element_size);
 
 class PlanWriter {
  public:
