@@ -120,7 +120,7 @@ class ShmSendStream final : public runtime::SendStream {
   bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
     if (sent >= bytes) return true;
     std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
-    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
+    if (single_copy_.takes(bytes)) {
       return pushDescriptor(data, bytes, sent, consumed);
     }
     while (sent < bytes && written_ - consumed < fifo_.count()) {
@@ -171,7 +171,7 @@ class ShmRecvStream final : public runtime::RecvStream {
 
   bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
     if (received >= bytes) return true;
-    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
+    if (single_copy_.takes(bytes)) {
       return pullSingleCopy(bytes, received, [this, &sink](std::size_t at, std::size_t n) {
         std::byte* piece = single_copy_.piece_buffer.data();
         readFromSender(piece, at, n);
@@ -191,7 +191,7 @@ class ShmRecvStream final : public runtime::RecvStream {
 
   bool pullTo(std::size_t bytes, std::size_t& received, std::byte* dest) override {
     if (received >= bytes) return true;
-    if (single_copy_.enabled && bytes >= single_copy_.min_bytes) {
+    if (single_copy_.takes(bytes)) {
       return pullSingleCopy(bytes, received, [this, dest](std::size_t at, std::size_t n) {
         readFromSender(dest + at, at, n);
       });

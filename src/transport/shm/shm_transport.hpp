@@ -49,9 +49,12 @@ struct ShmOptions {
 // What the streams of one transport share about the single-copy path.
 struct SingleCopyState {
   bool enabled = false;                 // agreed by every rank of the node
-  std::size_t min_bytes = 0;            // messages larger than this use it
+  std::size_t min_bytes = 0;            // messages of at least this size use it
   std::vector<long> pid_of_rank;        // per rank of the Blink communicator (0: elsewhere)
   std::vector<std::byte> piece_buffer;  // the executor drives one transport from one thread
+
+  // Whether a message of `bytes` goes by single copy (both ends decide alike).
+  bool takes(std::size_t bytes) const { return enabled && bytes >= min_bytes; }
 };
 
 class ShmTransport final : public runtime::Transport {
