@@ -1,9 +1,5 @@
 #include "transport/shm/shm_transport.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -61,26 +57,6 @@ void checkMpi(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
     throw Error(blinkSystemError, std::string("shared-memory set-up: ") + what + " failed");
   }
-}
-
-std::string randomName() {
-  unsigned char bytes[16];
-  std::size_t got = 0;
-  while (got < sizeof(bytes)) {
-    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error(blinkSystemError, systemError("getrandom"));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string name = "/blink-" + std::to_string(getpid()) + "-";
-  for (unsigned char b : bytes) {
-    name += hex[b >> 4];
-    name += hex[b & 15];
-  }
-  return name;
 }
 
 class Fifo {
@@ -331,9 +307,7 @@ void ShmTransport::probeSingleCopy() {
   }
 }
 
-ShmTransport::~ShmTransport() {
-  for (const Mapping& m : mappings_) munmap(m.base, m.size);
-}
+ShmTransport::~ShmTransport() = default;
 
 void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
                                  const std::vector<StreamKey>& recvs) {
@@ -356,8 +330,7 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
   // 1. Each receiver with new streams creates one segment for them.
   char my_name[kNameBytes] = {};
   std::string failure;
-  std::string created_name;
-  Mapping created;
+  ShmSegment created;
   if (!new_recvs.empty()) {
     try {
       const std::size_t fifo_bytes =
@@ -365,31 +338,13 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
       const std::size_t header_bytes =
           roundUp(sizeof(SegmentHeader) + new_recvs.size() * sizeof(SegmentEntry), kPage);
       const std::size_t size = header_bytes + new_recvs.size() * fifo_bytes;
-      created_name = randomName();
-      int fd = shm_open(created_name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-      if (fd < 0) throw Error(blinkSystemError, systemError("shm_open " + created_name));
-      if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-        std::string why = systemError("ftruncate of " + std::to_string(size) + " bytes");
-        close(fd);
-        shm_unlink(created_name.c_str());
-        throw Error(blinkSystemError, why);
-      }
-      // MAP_POPULATE: faulting pages in now, once, keeps the page-fault cost
-      // (tens of microseconds per page on some VMs) out of every collective.
-      void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-      close(fd);
-      if (base == MAP_FAILED) {
-        std::string why = systemError("mmap of shared memory");
-        shm_unlink(created_name.c_str());
-        throw Error(blinkSystemError, why);
-      }
-      created = {base, size};
-      auto* header = static_cast<SegmentHeader*>(base);
+      created = ShmSegment::create(size);
+      std::byte* bytes = created.data();
+      auto* header = reinterpret_cast<SegmentHeader*>(bytes);
       header->fifo_count = static_cast<std::uint32_t>(new_recvs.size());
       header->slots = static_cast<std::uint32_t>(options_.slots);
       header->slot_bytes = options_.slot_bytes;
       auto* entries = reinterpret_cast<SegmentEntry*>(header + 1);
-      auto* bytes = static_cast<std::byte*>(base);
       for (std::size_t i = 0; i < new_recvs.size(); ++i) {
         const std::size_t offset = header_bytes + i * fifo_bytes;
         entries[i] = {new_recvs[i].peer, new_recvs[i].channel, offset};
@@ -398,9 +353,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
             new_recvs[i].peer);
       }
       std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
-      mappings_.push_back(created);
       bytes_owned_ += size;
-      std::memcpy(my_name, created_name.c_str(), created_name.size() + 1);
+      std::memcpy(my_name, created.name().c_str(), created.name().size() + 1);
     } catch (const Error& e) {
       failure = e.what();
       my_name[0] = '!';
@@ -429,20 +383,9 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
           throw Error(blinkInternalError, "shared memory: rank " + std::to_string(k.peer) +
                                               " made no new streams (plans differ?)");
         }
-        int fd = shm_open(name, O_RDWR, 0600);
-        if (fd < 0) throw Error(blinkSystemError, systemError(std::string("shm_open ") + name));
-        struct stat st {};
-        if (fstat(fd, &st) != 0) {
-          close(fd);
-          throw Error(blinkSystemError, systemError("fstat of shared memory"));
-        }
-        const auto size = static_cast<std::size_t>(st.st_size);
-        void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-        close(fd);
-        if (base == MAP_FAILED)
-          throw Error(blinkSystemError, systemError("mmap of a peer's segment"));
-        mappings_.push_back({base, size});
-        auto* header = static_cast<SegmentHeader*>(base);
+        ShmSegment& mapped = peer_segments_.emplace_back(ShmSegment::open(name));
+        std::byte* base = mapped.data();
+        auto* header = reinterpret_cast<SegmentHeader*>(base);
         if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
           throw Error(blinkInternalError, "shared memory: a peer's segment is not initialised");
         }
@@ -453,9 +396,7 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
           for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
             if (entries[i].sender == my_comm_rank_ && entries[i].channel == s.channel) {
               sends_[s] = std::make_unique<ShmSendStream>(
-                  Fifo(static_cast<std::byte*>(base) + entries[i].offset, header->slots,
-                       header->slot_bytes),
-                  *single_copy_);
+                  Fifo(base + entries[i].offset, header->slots, header->slot_bytes), *single_copy_);
             }
           }
           if (!sends_.count(s)) {
@@ -474,16 +415,17 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
   int ok = failure.empty() ? 1 : 0, all_ok = 0;
   runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
                            "shared memory: confirming the mappings");
-  if (!created_name.empty()) shm_unlink(created_name.c_str());
-  if (!failure.empty()) throw Error(blinkSystemError, "shared memory: " + failure);
+  created.unlink();
+  if (created.data() != nullptr) own_segments_.push_back(std::move(created));
+  if (!failure.empty()) throw Error(blinkSystemError, failure);  // each names "shared memory"
   if (peer_failed || all_ok == 0) {
     throw Error(blinkSystemError,
                 "shared memory: another rank of this node could not set up "
                 "its segment (see its error)");
   }
   if (!new_recvs.empty()) {
-    BLINK_LOG(Trace,
-              "shm: " << new_recvs.size() << " new receive FIFOs, " << created.size << " bytes");
+    BLINK_LOG(Trace, "shm: " << new_recvs.size() << " new receive FIFOs, "
+                             << own_segments_.back().size() << " bytes");
   }
 }
 

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "runtime/transport.hpp"
+#include "transport/shm/shm_segment.hpp"
 
 namespace blink::transport {
 
@@ -81,15 +82,12 @@ class ShmTransport final : public runtime::Transport {
  private:
   void probeSingleCopy();  // collective over node_comm_, at the first ensureStreams
 
-  struct Mapping {
-    void* base = nullptr;
-    std::size_t size = 0;
-  };
   MPI_Comm node_comm_;
   std::vector<int> node_rank_of_;
   int my_comm_rank_;
   ShmOptions options_;
-  std::vector<Mapping> mappings_;
+  std::vector<ShmSegment> own_segments_;   // the receive FIFOs of this rank
+  std::vector<ShmSegment> peer_segments_;  // the peers' segments this rank sends into
   bool probed_ = false;
   // What every peer reads back from this process to prove cross-memory attach works.
   std::uint64_t probe_word_;
