@@ -87,6 +87,10 @@ const std::vector<Variable>& registry() {
        "of the node can; AUTO does so only when the node's ranks do not outnumber its CPUs "
        "(oversubscribed, two copies cost less CPU); 0 always copies through shared-memory "
        "slots."},
+      {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
+       "Collectives of at most this many bytes on a communicator within one node take the "
+       "one-shot shared-memory path: every rank posts its input on a shared board and reads "
+       "the others' (one synchronisation instead of a tree's one per level). 0: always plans."},
       {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},

@@ -55,6 +55,21 @@ void copyIfDistinct(void* to, const void* from, std::size_t bytes) {
   if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
 }
 
+Combine combineFor(blinkDataType_t type, blinkRedOp_t op) {
+  const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;  // the caller divides
+  const std::size_t es = elementSize(type);
+  return [type, combine_op, es](std::byte* inout, const std::byte* incoming, std::size_t n) {
+    reduceInto(inout, incoming, n / es, type, combine_op);
+  };
+}
+
+const std::byte* asBytes(const void* p) {
+  return static_cast<const std::byte*>(p);
+}
+std::byte* asBytes(void* p) {
+  return static_cast<std::byte*>(p);
+}
+
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm) {
@@ -69,6 +84,7 @@ Communicator::Communicator(MPI_Comm comm) {
       try {
         job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
+        one_shot_max_ = static_cast<std::size_t>(env::getInt("BLINK_ONE_SHOT_MAX_BYTES"));
         const std::string single_copy = env::getChoice("BLINK_SHM_SINGLE_COPY");
         single_copy_ = single_copy == "1"   ? transport::SingleCopyMode::On
                        : single_copy == "0" ? transport::SingleCopyMode::Off
@@ -77,6 +93,20 @@ Communicator::Communicator(MPI_Comm comm) {
         failure = std::make_unique<Error>(e);
       }
       agree(comm_, failure.get(), "loading the topology", timeout_s_);
+    }
+    {
+      // Whether a call takes the one-shot board depends on this setting: it must
+      // be the same everywhere, or ranks would wait on different paths.
+      const std::uint64_t mine[2] = {one_shot_max_, ~std::uint64_t{one_shot_max_}};
+      std::uint64_t all[2] = {0, 0};
+      allreduceWithin(mine, all, 2, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+                      "agreeing on BLINK_ONE_SHOT_MAX_BYTES");
+      if (all[0] != mine[0] || all[1] != mine[1]) {
+        throw CollectiveError(blinkInvalidUsage,
+                              "BLINK_ONE_SHOT_MAX_BYTES differs between the ranks: every rank "
+                              "must see the same BLINK_* settings");
+      }
+      if (layout_.num_nodes > 1) one_shot_max_ = 0;  // the board is shared memory
     }
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
@@ -108,6 +138,11 @@ Communicator::Communicator(MPI_Comm comm) {
                                                      layout_.rank, shm_options);
     pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);
     if (layout_.rank == 0) {
+      BLINK_LOG(Info, "collectives of up to "
+                          << one_shot_max_ << " bytes take the one-shot shared-memory board"
+                          << (layout_.num_nodes > 1 ? " (none: the ranks span nodes)"
+                                                    : " (BLINK_ONE_SHOT_MAX_BYTES)")
+                          << "; larger ones a plan");
       BLINK_LOG(Info,
                 "communicator of "
                     << layout_.size << " ranks on " << layout_.num_nodes << " node(s); topology "
@@ -115,6 +150,7 @@ Communicator::Communicator(MPI_Comm comm) {
                     << "; shared memory within nodes, PMPI between them; rank 0: " << gpu_note_);
     }
   } catch (...) {
+    one_shot_.reset();
     shm_.reset();
     pmpi_.reset();
     if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
@@ -124,6 +160,7 @@ Communicator::Communicator(MPI_Comm comm) {
 }
 
 Communicator::~Communicator() {
+  one_shot_.reset();
   shm_.reset();
   pmpi_.reset();
   int finalized = 0;
@@ -138,6 +175,45 @@ std::byte* Communicator::scratch(std::size_t bytes) {
   // is slower than the collective itself.
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   return scratch_.data();
+}
+
+void Communicator::checkUsable() const {
+  if (!broken_.empty()) {
+    throw Error(blinkInvalidUsage, "this communicator failed earlier (" + broken_ +
+                                       "); destroy it and create a new one");
+  }
+}
+
+bool Communicator::oneShot(std::uint64_t bytes) {
+  if (bytes > one_shot_max_) return false;
+  if (!one_shot_) {
+    checkUsable();
+    try {
+      one_shot_ = std::make_unique<transport::ShmOneShot>(node_comm_, one_shot_max_, timeout_s_);
+    } catch (const Error& e) {
+      // Every rank failed together (the board agrees before it returns): plans
+      // serve these sizes too, only with more latency.
+      if (e.status() == blinkTimeout) throw;
+      if (layout_.rank == 0) {
+        BLINK_LOG(Warn, "the one-shot board for small collectives is unavailable ("
+                            << e.what() << "); small collectives use plans");
+      }
+      one_shot_max_ = 0;
+      return false;
+    }
+  }
+  return true;
+}
+
+template <typename Body>
+void Communicator::runOneShot(Body&& body) {
+  checkUsable();
+  try {
+    body();
+  } catch (const Error& e) {
+    broken_ = e.what();  // the peers are mid-call: the board's call count is lost
+    throw;
+  }
 }
 
 void Communicator::checkRoot(int root) const {
@@ -216,10 +292,7 @@ Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_
 void Communicator::runPlan(plan::Collective c, std::byte* work, const void* input,
                            std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
                            int root_plan) {
-  if (!broken_.empty()) {
-    throw Error(blinkInvalidUsage, "this communicator failed earlier (" + broken_ +
-                                       "); destroy it and create a new one");
-  }
+  checkUsable();
   const auto element = static_cast<int>(elementSize(type));
   CachedPlan& cp = planFor(c, bytes, element, root_plan);
   const auto* in = static_cast<const std::byte*>(input);
@@ -228,12 +301,7 @@ void Communicator::runPlan(plan::Collective c, std::byte* work, const void* inpu
     std::memcpy(work, in, bytes);
     in = nullptr;
   }
-  const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;
-  const std::size_t es = static_cast<std::size_t>(element);
-  Combine combine = [type, combine_op, es](std::byte* inout, const std::byte* incoming,
-                                           std::size_t n) {
-    reduceInto(inout, incoming, n / es, type, combine_op);
-  };
+  const Combine combine = combineFor(type, op);
   RunOptions options;
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(c) + " of " + std::to_string(bytes) + " bytes";
@@ -253,7 +321,10 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  if (size() > 1) {
+  if (size() > 1 && oneShot(bytes)) {
+    runOneShot(
+        [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
+  } else if (size() > 1) {
     runPlan(plan::Collective::AllReduce, static_cast<std::byte*>(recv), send, bytes, type, op, 0);
   } else {
     copyIfDistinct(recv, send, bytes);
@@ -268,7 +339,9 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  if (size() > 1) {
+  if (size() > 1 && oneShot(bytes)) {
+    runOneShot([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+  } else if (size() > 1) {
     runPlan(plan::Collective::Broadcast, static_cast<std::byte*>(recv),
             rank() == root ? send : nullptr, bytes, type, blinkSum,
             job_.plan_rank_of[static_cast<std::size_t>(root)]);
@@ -285,6 +358,13 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  if (size() > 1 && oneShot(bytes)) {
+    runOneShot([&] {
+      one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
+    });
+    if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
+    return;
+  }
   std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : scratch(bytes);
   if (size() > 1) {
     runPlan(plan::Collective::Reduce, work, send, bytes, type, op,
@@ -305,6 +385,10 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   if (bytes == 0) return;
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
+  if (size() > 1 && oneShot(bytes)) {  // comm rank order: no plan ranks involved
+    runOneShot([&] { one_shot_->allGather(asBytes(send), out, block); });
+    return;
+  }
   if (identity_ranks_ || size() == 1) {
     copyIfDistinct(out + me * block, send, block);
     if (size() > 1) runPlan(plan::Collective::AllGather, out, nullptr, bytes, type, blinkSum, -1);
@@ -334,6 +418,8 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {
     copyIfDistinct(recv, send, block);
+  } else if (oneShot(bytes)) {
+    runOneShot([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else {
     // The plan reduces in place, so it works on scratch: the send buffer stays intact.
     std::byte* work = scratch(bytes);
@@ -372,6 +458,15 @@ std::string Communicator::explain() const {
   }
   out << "\nThis rank's device: " << gpu_note_;
   out << "\nTransports: shared memory within a node, PMPI point-to-point between nodes\n";
+  if (one_shot_max_ > 0) {
+    out << "Collectives of up to " << one_shot_max_
+        << " bytes: the one-shot shared-memory board (every rank posts its input, reads "
+           "the others'; BLINK_ONE_SHOT_MAX_BYTES)"
+        << (one_shot_ ? "" : ", not used yet") << "\n";
+  } else {
+    out << "One-shot board: off ("
+        << (layout_.num_nodes > 1 ? "the ranks span nodes" : "BLINK_ONE_SHOT_MAX_BYTES=0") << ")\n";
+  }
   out << "Plans cached: " << cache_.size() << " (built so far: " << plans_built_ << ")\n";
   for (const PlanKey& key : lru_) {
     const CachedPlan& cp = cache_.at(key);

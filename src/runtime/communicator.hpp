@@ -2,7 +2,8 @@
 // PMPI_* (the interposer sits on top of it): a private duplicate of the MPI
 // communicator for Blink's traffic, the rank layout (nodes, local ranks), the
 // topology (job_topology.hpp), shared memory within nodes and PMPI between them.
-// Each collective finds its plan in a cache keyed by collective, size in bytes,
+// Small collectives on a single node take the one-shot board (shm_one_shot.hpp).
+// Each other collective finds its plan in a cache keyed by collective, size in bytes,
 // element size and root; a miss builds the plan on every rank (the planner is
 // deterministic), checks that every rank built the same one (hash), and sets up
 // the streams it needs.
@@ -23,6 +24,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/rank_layout.hpp"
+#include "transport/shm/shm_one_shot.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace blink::runtime {
@@ -67,6 +69,14 @@ class Communicator {
   // working buffer's layout and saves copying it into `work` first.
   void runPlan(plan::Collective c, std::byte* work, const void* input, std::uint64_t bytes,
                blinkDataType_t type, blinkRedOp_t op, int root_plan);
+  // Whether a collective of `bytes` takes the one-shot board (made at its first use,
+  // on every rank alike). False for good if the board cannot be made.
+  bool oneShot(std::uint64_t bytes);
+  // Runs `body` (a call on the board) unless the communicator is broken, and breaks
+  // it if the call fails midway.
+  template <typename Body>
+  void runOneShot(Body&& body);
+  void checkUsable() const;
   std::byte* scratch(std::size_t bytes);
   void checkRoot(int root) const;
 
@@ -82,6 +92,8 @@ class Communicator {
   transport::SingleCopyMode single_copy_ = transport::SingleCopyMode::Automatic;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<Transport> pmpi_;
+  std::size_t one_shot_max_ = 0;  // agreed by every rank; 0 when the ranks span nodes
+  std::unique_ptr<transport::ShmOneShot> one_shot_;
   std::map<PlanKey, CachedPlan> cache_;
   std::list<PlanKey> lru_;  // most recently used first
   std::size_t plans_built_ = 0;

@@ -1,0 +1,189 @@
+#include "transport/shm/shm_one_shot.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "runtime/backoff.hpp"
+#include "runtime/mpi_wait.hpp"
+
+namespace blink::transport {
+namespace {
+
+constexpr std::size_t kNameBytes = 64;
+
+std::size_t roundUp(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+void checkMpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    throw Error(blinkSystemError, std::string("one-shot board set-up: ") + what + " failed");
+  }
+}
+
+}  // namespace
+
+ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_seconds)
+    : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
+  checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
+  checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
+  const std::size_t bytes = static_cast<std::size_t>(size_) * (sizeof(Control) + 2 * capacity_);
+
+  // Rank 0 creates the board, everyone maps it, and the name goes once all have.
+  std::string failure;
+  char name[kNameBytes] = {};
+  if (rank_ == 0) {
+    try {
+      segment_ = ShmSegment::create(bytes);
+      std::memcpy(name, segment_.name().c_str(), segment_.name().size() + 1);
+    } catch (const Error& e) {
+      failure = e.what();
+      name[0] = '!';
+    }
+  }
+  std::vector<char> names(static_cast<std::size_t>(size_) * kNameBytes);
+  runtime::allgatherWithin(name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm,
+                           timeout_seconds_, "one-shot board: exchanging its name");
+  if (rank_ != 0 && names[0] != '!') {
+    try {
+      segment_ = ShmSegment::open(std::string(names.data()));
+      if (segment_.size() != bytes) {
+        throw Error(blinkInternalError, "one-shot board: rank 0 made " +
+                                            std::to_string(segment_.size()) + " bytes, not " +
+                                            std::to_string(bytes) +
+                                            " (BLINK_ONE_SHOT_MAX_BYTES differs?)");
+      }
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  int ok = failure.empty() && names[0] != '!' ? 1 : 0, all_ok = 0;
+  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
+                           "one-shot board: confirming the mappings");
+  segment_.unlink();
+  if (!failure.empty()) throw Error(blinkSystemError, failure);
+  if (all_ok == 0) {
+    throw Error(blinkSystemError,
+                "one-shot board: another rank of this node could not set it up (see its error)");
+  }
+}
+
+ShmOneShot::Control& ShmOneShot::control(int rank) const {
+  return reinterpret_cast<Control*>(segment_.data())[rank];
+}
+
+std::byte* ShmOneShot::buffer(int rank, std::uint64_t call) const {
+  std::byte* data = segment_.data() + static_cast<std::size_t>(size_) * sizeof(Control);
+  return data + (static_cast<std::size_t>(rank) * 2 + call % 2) * capacity_;
+}
+
+void ShmOneShot::begin(const char* collective, std::size_t bytes) {
+  if (bytes > capacity_) {
+    throw Error(blinkInternalError, std::string("one-shot board: ") + collective + " of " +
+                                        std::to_string(bytes) + " bytes exceeds its " +
+                                        std::to_string(capacity_));
+  }
+  ++call_;
+  collective_ = collective;
+  bytes_ = bytes;
+}
+
+void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
+  // The buffer was last used by call_ - 2: every peer must be done with it.
+  if (call_ > 2) {
+    runtime::Backoff backoff(timeout_seconds_);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      auto done = std::atomic_ref(control(r).done);
+      while (done.load(std::memory_order_acquire) < call_ - 2) {
+        if (!backoff.idle()) {
+          timedOut(r, "to finish reading the call before last", backoff.secondsSinceProgress());
+        }
+      }
+      backoff.progressed();
+    }
+  }
+  std::memcpy(buffer(rank_, call_), data, bytes);
+  std::atomic_ref(control(rank_).posted).store(call_, std::memory_order_release);
+}
+
+const std::byte* ShmOneShot::await(int rank) {
+  auto posted = std::atomic_ref(control(rank).posted);
+  if (posted.load(std::memory_order_acquire) < call_) {
+    runtime::Backoff backoff(timeout_seconds_);
+    while (posted.load(std::memory_order_acquire) < call_) {
+      if (!backoff.idle()) timedOut(rank, "to post its data", backoff.secondsSinceProgress());
+    }
+  }
+  return buffer(rank, call_);
+}
+
+void ShmOneShot::finish() {
+  std::atomic_ref(control(rank_).done).store(call_, std::memory_order_release);
+}
+
+void ShmOneShot::timedOut(int rank, const char* what_for, double seconds) const {
+  std::ostringstream out;
+  out << collective_ << " of " << bytes_ << " bytes (one-shot shared memory, call " << call_
+      << "): rank " << rank_ << " saw no progress for " << static_cast<int>(seconds)
+      << " s (BLINK_TIMEOUT_S); waiting for rank " << rank << " " << what_for
+      << "; is that rank alive and calling the same collective?";
+  throw Error(blinkTimeout, out.str());
+}
+
+void ShmOneShot::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                           const runtime::Combine& combine) {
+  begin("AllReduce", bytes);
+  post(in, bytes);
+  std::memcpy(out, await(0), bytes);
+  for (int r = 1; r < size_; ++r) combine(out, await(r), bytes);
+  finish();
+}
+
+void ShmOneShot::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
+  begin("Broadcast", bytes);
+  if (rank_ == root) {
+    post(in, bytes);
+    if (out != in) std::memcpy(out, in, bytes);
+  } else {
+    std::memcpy(out, await(root), bytes);
+  }
+  finish();
+}
+
+void ShmOneShot::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                        const runtime::Combine& combine, int root) {
+  begin("Reduce", bytes);
+  post(in, bytes);
+  if (rank_ == root) {
+    std::memcpy(out, await(0), bytes);
+    for (int r = 1; r < size_; ++r) combine(out, await(r), bytes);
+  }
+  finish();
+}
+
+void ShmOneShot::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
+  begin("AllGather", block_bytes);
+  post(in, block_bytes);
+  for (int r = 0; r < size_; ++r) {
+    std::memcpy(out + static_cast<std::size_t>(r) * block_bytes, await(r), block_bytes);
+  }
+  finish();
+}
+
+void ShmOneShot::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                               const runtime::Combine& combine) {
+  const std::size_t bytes = static_cast<std::size_t>(size_) * block_bytes;
+  begin("ReduceScatter", bytes);
+  post(in, bytes);
+  const std::size_t mine = static_cast<std::size_t>(rank_) * block_bytes;
+  std::memcpy(out, await(0) + mine, block_bytes);
+  for (int r = 1; r < size_; ++r) combine(out, await(r) + mine, block_bytes);
+  finish();
+}
+
+}  // namespace blink::transport

@@ -1,0 +1,80 @@
+// One-shot collectives for small messages among the ranks of one node. Every rank
+// posts its whole input on a board in shared memory and reads what the others
+// posted: one synchronisation per call, where a tree plan pays one message latency
+// per level (four in a row for a double binary tree at 4 ranks, each a chance to be
+// descheduled when ranks outnumber cores). Each rank reads every input, so the
+// path pays only for small messages (BLINK_ONE_SHOT_MAX_BYTES).
+//
+// The board: per rank a control line with two counters, `posted` (the last call
+// whose data it has written) and `done` (the last call it has finished reading), and
+// two data buffers used by alternate calls. A rank writes call k's data into buffer
+// k % 2 only once every peer is done with call k - 2, the last that used it; in an
+// AllReduce that is always so already, since every peer posted k - 1 after
+// finishing k - 2, so the common case never waits before writing. Reductions run in
+// rank order on every rank, so every rank gets the same bits.
+//
+// Every rank of the node must make the same one-shot calls in the same order (as
+// MPI requires of collectives); every wait ends after the timeout with an error that
+// names the rank waited for.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/executor.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+namespace blink::transport {
+
+class ShmOneShot {
+ public:
+  // Collective over `node_comm` (not owned; ranks below are its ranks). Messages up
+  // to `capacity` bytes fit. Throws blink::Error on every rank together when any
+  // rank cannot set up the board.
+  ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_seconds);
+
+  std::size_t capacity() const { return capacity_; }
+
+  // `bytes` <= capacity() in each (for reduceScatter: size * block_bytes). `in` may
+  // equal `out` (in place; for allGather `in` may be out + rank * block_bytes).
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                 const runtime::Combine& combine);
+  // `in` is read on the root only.
+  void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
+  // `out` is written on the root only.
+  void reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+              const runtime::Combine& combine, int root);
+  void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
+  void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                     const runtime::Combine& combine);
+
+ private:
+  struct alignas(64) Control {
+    std::uint64_t posted;
+    char pad0[56];
+    std::uint64_t done;
+    char pad1[56];
+  };
+  static_assert(sizeof(Control) == 128);
+
+  Control& control(int rank) const;
+  std::byte* buffer(int rank, std::uint64_t call) const;
+  void begin(const char* collective, std::size_t bytes);
+  void post(const std::byte* data, std::size_t bytes);
+  const std::byte* await(int rank);
+  void finish();
+  [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
+
+  ShmSegment segment_;
+  int rank_ = 0;
+  int size_ = 0;
+  std::size_t capacity_ = 0;
+  double timeout_seconds_ = 300.0;
+  std::uint64_t call_ = 0;  // the call in progress (calls count from 1)
+  const char* collective_ = "";
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace blink::transport
