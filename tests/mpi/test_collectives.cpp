@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "blink/blink.h"
+#include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/reduce_cpu.hpp"
 
@@ -451,28 +452,19 @@ TEST(Communicators, EmulatedNodesUsePmpiBetweenThem) {
   const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO fixes the nodes";
-  const char* old = std::getenv("BLINK_NODE_ID");
-  std::string saved = old ? old : "";
-  setenv("BLINK_NODE_ID", rank % 2 == 0 ? "node-even" : "node-odd", 1);
-  {
-    Comm comm(MPI_COMM_WORLD);
-    char text[4096];
-    size_t length = 0;
-    ASSERT_EQ(blinkCommExplain(comm.get(), text, sizeof(text), &length), blinkSuccess);
-    EXPECT_NE(std::string(text).find("2 node(s)"), std::string::npos) << text;
-    checkAllReduce(comm, blinkFloat32, blinkSum, 100003, false);
-    checkAllReduce(comm, blinkInt64, blinkProd, 1009, true);
-  }
-  if (old)
-    setenv("BLINK_NODE_ID", saved.c_str(), 1);
-  else
-    unsetenv("BLINK_NODE_ID");
+  blink::test::ScopedEnv node("BLINK_NODE_ID", rank % 2 == 0 ? "node-even" : "node-odd");
+  Comm comm(MPI_COMM_WORLD);
+  char text[4096];
+  size_t length = 0;
+  ASSERT_EQ(blinkCommExplain(comm.get(), text, sizeof(text), &length), blinkSuccess);
+  EXPECT_NE(std::string(text).find("2 node(s)"), std::string::npos) << text;
+  checkAllReduce(comm, blinkFloat32, blinkSum, 100003, false);
+  checkAllReduce(comm, blinkInt64, blinkProd, 1009, true);
 }
 
 TEST(PlanCache, RepeatedCallsReuseThePlan) {
-  setenv("BLINK_ONE_SHOT_MAX_BYTES", "0", 1);  // small calls too build plans
+  const blink::test::ScopedEnv plans_only("BLINK_ONE_SHOT_MAX_BYTES", "0");  // small calls too
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
-  unsetenv("BLINK_ONE_SHOT_MAX_BYTES");
   const int n = commSize(MPI_COMM_WORLD);
   std::vector<float> a(50000, 1.0f), b(50000);
   for (int i = 0; i < 5; ++i) comm.allReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum);

@@ -13,43 +13,14 @@
 #include <vector>
 
 #include "blink/blink.h"
+#include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
 
 namespace {
 
-int worldRank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int worldSize() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-// Sets an environment variable for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    had_ = std::getenv(name) != nullptr;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, saved_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string saved_;
-  bool had_ = false;
-};
+using blink::test::ScopedEnv;
+using blink::test::worldRank;
+using blink::test::worldSize;
 
 // Distinct per rank, call and index, small enough that sums never overflow.
 std::vector<std::int32_t> data(int rank, int call, std::size_t count) {

@@ -2,20 +2,13 @@
 #include <mpi.h>
 
 #include "common/error.hpp"
+#include "mpi_test_support.hpp"
 #include "runtime/rank_layout.hpp"
 
 namespace {
 
-int worldRank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int worldSize() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using blink::test::worldRank;
+using blink::test::worldSize;
 
 TEST(RankLayout, OneNameIsOneNode) {
   auto layout = blink::runtime::computeRankLayout(MPI_COMM_WORLD, "hostA");
