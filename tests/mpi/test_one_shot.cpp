@@ -82,8 +82,8 @@ TEST(OneShot, EveryCollectiveMatchesPmpiOverManyCallsInARow) {
 }
 
 // Non-roots of a Reduce never wait for the root's result, and the root of a
-// Broadcast never waits for anyone: they run up to two calls ahead, and must then
-// wait before overwriting a buffer the slow rank has not read yet.
+// Broadcast never waits for anyone: they run up to four calls ahead (the board's
+// depth), and must then wait before overwriting a buffer the slow rank has not read.
 TEST(OneShot, RanksThatRunAheadWaitForASlowReader) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";

@@ -14,6 +14,7 @@ namespace blink::transport {
 namespace {
 
 constexpr std::size_t kNameBytes = 64;
+constexpr std::size_t kDepth = 4;
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
@@ -31,7 +32,8 @@ ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_
     : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
   checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
   checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
-  const std::size_t bytes = static_cast<std::size_t>(size_) * (sizeof(Control) + 2 * capacity_);
+  const std::size_t bytes =
+      static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * capacity_);
 
   // Rank 0 creates the board, everyone maps it, and the name goes once all have.
   std::string failure;
@@ -78,7 +80,7 @@ ShmOneShot::Control& ShmOneShot::control(int rank) const {
 
 std::byte* ShmOneShot::buffer(int rank, std::uint64_t call) const {
   std::byte* data = segment_.data() + static_cast<std::size_t>(size_) * sizeof(Control);
-  return data + (static_cast<std::size_t>(rank) * 2 + call % 2) * capacity_;
+  return data + (static_cast<std::size_t>(rank) * kDepth + call % kDepth) * capacity_;
 }
 
 void ShmOneShot::begin(const char* collective, std::size_t bytes) {
@@ -93,13 +95,13 @@ void ShmOneShot::begin(const char* collective, std::size_t bytes) {
 }
 
 void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
-  // The buffer was last used by call_ - 2: every peer must be done with it.
-  if (call_ > 2) {
+  // The buffer was last used by call_ - kDepth: every peer must be done with it.
+  if (call_ > kDepth) {
     runtime::Backoff backoff(timeout_seconds_);
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       auto done = std::atomic_ref(control(r).done);
-      while (done.load(std::memory_order_acquire) < call_ - 2) {
+      while (done.load(std::memory_order_acquire) < call_ - kDepth) {
         if (!backoff.idle()) {
           timedOut(r, "to finish reading the call before last", backoff.secondsSinceProgress());
         }

@@ -7,11 +7,12 @@
 //
 // The board: per rank a control line with two counters, `posted` (the last call
 // whose data it has written) and `done` (the last call it has finished reading), and
-// two data buffers used by alternate calls. A rank writes call k's data into buffer
-// k % 2 only once every peer is done with call k - 2, the last that used it; in an
-// AllReduce that is always so already, since every peer posted k - 1 after
-// finishing k - 2, so the common case never waits before writing. Reductions run in
-// rank order on every rank, so every rank gets the same bits.
+// four data buffers used in turn. A rank writes call k's data into buffer k % 4 only
+// once every peer is done with call k - 4, the last that used it. In an AllReduce
+// that is always so already (every peer posted k - 1 after finishing k - 2); the
+// depth lets the root of a Broadcast, or the non-roots of a Reduce, which wait for
+// nobody, run a few calls ahead of a descheduled reader. Reductions run in rank
+// order on every rank, so every rank gets the same bits.
 //
 // Every rank of the node must make the same one-shot calls in the same order (as
 // MPI requires of collectives); every wait ends after the timeout with an error that
