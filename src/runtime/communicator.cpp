@@ -106,7 +106,11 @@ Communicator::Communicator(MPI_Comm comm) {
                               "BLINK_ONE_SHOT_MAX_BYTES differs between the ranks: every rank "
                               "must see the same BLINK_* settings");
       }
-      if (layout_.num_nodes > 1) one_shot_max_ = 0;  // the board is shared memory
+      if (one_shot_max_ == 0) one_shot_off_ = "BLINK_ONE_SHOT_MAX_BYTES=0";
+      if (layout_.num_nodes > 1) {
+        one_shot_max_ = 0;  // the board is shared memory
+        one_shot_off_ = "the ranks span nodes";
+      }
     }
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
@@ -199,6 +203,7 @@ bool Communicator::oneShot(std::uint64_t bytes) {
                             << e.what() << "); small collectives use plans");
       }
       one_shot_max_ = 0;
+      one_shot_off_ = std::string("it could not be set up: ") + e.what();
       return false;
     }
   }
@@ -464,8 +469,7 @@ std::string Communicator::explain() const {
            "the others'; BLINK_ONE_SHOT_MAX_BYTES)"
         << (one_shot_ ? "" : ", not used yet") << "\n";
   } else {
-    out << "One-shot board: off ("
-        << (layout_.num_nodes > 1 ? "the ranks span nodes" : "BLINK_ONE_SHOT_MAX_BYTES=0") << ")\n";
+    out << "One-shot board: off (" << one_shot_off_ << ")\n";
   }
   out << "Plans cached: " << cache_.size() << " (built so far: " << plans_built_ << ")\n";
   for (const PlanKey& key : lru_) {

@@ -94,6 +94,7 @@ class Communicator {
   std::unique_ptr<Transport> pmpi_;
   std::size_t one_shot_max_ = 0;  // agreed by every rank; 0 when the ranks span nodes
   std::unique_ptr<transport::ShmOneShot> one_shot_;
+  std::string one_shot_off_;  // why the board is not used, when one_shot_max_ is 0
   std::map<PlanKey, CachedPlan> cache_;
   std::list<PlanKey> lru_;  // most recently used first
   std::size_t plans_built_ = 0;
