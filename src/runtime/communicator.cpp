@@ -85,6 +85,7 @@ Communicator::Communicator(MPI_Comm comm) {
         job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
         one_shot_max_ = static_cast<std::size_t>(env::getInt("BLINK_ONE_SHOT_MAX_BYTES"));
+        direct_min_ = static_cast<std::uint64_t>(env::getInt("BLINK_SHM_DIRECT_MIN_BYTES"));
         const std::string single_copy = env::getChoice("BLINK_SHM_SINGLE_COPY");
         single_copy_ = single_copy == "1"   ? transport::SingleCopyMode::On
                        : single_copy == "0" ? transport::SingleCopyMode::Off
@@ -95,22 +96,43 @@ Communicator::Communicator(MPI_Comm comm) {
       agree(comm_, failure.get(), "loading the topology", timeout_s_);
     }
     {
-      // Whether a call takes the one-shot board depends on this setting: it must
-      // be the same everywhere, or ranks would wait on different paths.
-      const std::uint64_t mine[2] = {one_shot_max_, ~std::uint64_t{one_shot_max_}};
-      std::uint64_t all[2] = {0, 0};
-      allreduceWithin(mine, all, 2, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
-                      "agreeing on BLINK_ONE_SHOT_MAX_BYTES");
-      if (all[0] != mine[0] || all[1] != mine[1]) {
-        throw CollectiveError(blinkInvalidUsage,
-                              "BLINK_ONE_SHOT_MAX_BYTES differs between the ranks: every rank "
-                              "must see the same BLINK_* settings");
+      // Which path a call takes depends on these settings: they must be the same
+      // everywhere, or ranks would wait on different paths.
+      const char* names[3] = {"BLINK_ONE_SHOT_MAX_BYTES", "BLINK_SHM_DIRECT_MIN_BYTES",
+                              "BLINK_SHM_SINGLE_COPY"};
+      const std::uint64_t values[3] = {one_shot_max_, direct_min_,
+                                       static_cast<std::uint64_t>(single_copy_)};
+      std::uint64_t mine[6], all[6] = {};
+      for (int i = 0; i < 3; ++i) {
+        mine[2 * i] = values[i];
+        mine[2 * i + 1] = ~values[i];  // the maximum of both is the minimum of the first
+      }
+      allreduceWithin(mine, all, 6, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+                      "agreeing on the BLINK_* settings of the paths");
+      for (int i = 0; i < 3; ++i) {
+        if (all[2 * i] != mine[2 * i] || all[2 * i + 1] != mine[2 * i + 1]) {
+          throw CollectiveError(blinkInvalidUsage,
+                                std::string(names[i]) +
+                                    " differs between the ranks: every rank must see the same "
+                                    "BLINK_* settings");
+        }
       }
       if (one_shot_max_ == 0) one_shot_off_ = "BLINK_ONE_SHOT_MAX_BYTES=0";
       if (layout_.num_nodes > 1) {
         one_shot_max_ = 0;  // the board is shared memory
         one_shot_off_ = "the ranks span nodes";
       }
+      // Unlike plans' single copy (BLINK_SHM_SINGLE_COPY=AUTO), the direct path also
+      // pays with more ranks than CPUs: its few synchronisations cost less than a
+      // plan's many steps, each a chance to wait for a descheduled peer.
+      if (direct_min_ == 0) {
+        direct_off_ = "BLINK_SHM_DIRECT_MIN_BYTES=0";
+      } else if (layout_.num_nodes > 1) {
+        direct_off_ = "the ranks span nodes";
+      } else if (single_copy_ == transport::SingleCopyMode::Off) {
+        direct_off_ = "BLINK_SHM_SINGLE_COPY=0";
+      }
+      if (!direct_off_.empty()) direct_min_ = 0;
     }
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
@@ -142,11 +164,16 @@ Communicator::Communicator(MPI_Comm comm) {
                                                      layout_.rank, shm_options);
     pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);
     if (layout_.rank == 0) {
-      BLINK_LOG(Info, "collectives of up to "
-                          << one_shot_max_ << " bytes take the one-shot shared-memory board"
-                          << (layout_.num_nodes > 1 ? " (none: the ranks span nodes)"
-                                                    : " (BLINK_ONE_SHOT_MAX_BYTES)")
-                          << "; larger ones a plan");
+      BLINK_LOG(Info,
+                "collectives of up to "
+                    << one_shot_max_ << " bytes take the one-shot shared-memory board"
+                    << (layout_.num_nodes > 1 ? " (none: the ranks span nodes)"
+                                              : " (BLINK_ONE_SHOT_MAX_BYTES)")
+                    << "; "
+                    << (direct_min_ > 0 ? "from " + std::to_string(direct_min_) +
+                                              " bytes the direct path (BLINK_SHM_DIRECT_MIN_BYTES)"
+                                        : "the direct path is off (" + direct_off_ + ")")
+                    << "; other sizes a plan");
       BLINK_LOG(Info,
                 "communicator of "
                     << layout_.size << " ranks on " << layout_.num_nodes << " node(s); topology "
@@ -154,6 +181,7 @@ Communicator::Communicator(MPI_Comm comm) {
                     << "; shared memory within nodes, PMPI between them; rank 0: " << gpu_note_);
     }
   } catch (...) {
+    direct_.reset();
     one_shot_.reset();
     shm_.reset();
     pmpi_.reset();
@@ -164,6 +192,7 @@ Communicator::Communicator(MPI_Comm comm) {
 }
 
 Communicator::~Communicator() {
+  direct_.reset();
   one_shot_.reset();
   shm_.reset();
   pmpi_.reset();
@@ -210,13 +239,34 @@ bool Communicator::oneShot(std::uint64_t bytes) {
   return true;
 }
 
+bool Communicator::direct(std::uint64_t bytes) {
+  if (direct_min_ == 0 || bytes < direct_min_) return false;
+  if (!direct_) {
+    checkUsable();
+    try {
+      direct_ = std::make_unique<transport::ShmDirect>(node_comm_, timeout_s_);
+    } catch (const Error& e) {
+      // Every rank failed together (the path agrees before it returns).
+      if (e.status() == blinkTimeout) throw;
+      if (layout_.rank == 0) {
+        BLINK_LOG(Info, "the direct path for large collectives is unavailable ("
+                            << e.what() << "); they use plans");
+      }
+      direct_min_ = 0;
+      direct_off_ = std::string("it could not be set up: ") + e.what();
+      return false;
+    }
+  }
+  return true;
+}
+
 template <typename Body>
-void Communicator::runOneShot(Body&& body) {
+void Communicator::runOffPlan(Body&& body) {
   checkUsable();
   try {
     body();
   } catch (const Error& e) {
-    broken_ = e.what();  // the peers are mid-call: the board's call count is lost
+    broken_ = e.what();  // the peers are mid-call: the call counts are lost
     throw;
   }
 }
@@ -327,8 +377,13 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
   if (size() > 1 && oneShot(bytes)) {
-    runOneShot(
+    runOffPlan(
         [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
+  } else if (size() > 1 && direct(bytes)) {
+    runOffPlan([&] {
+      direct_->allReduce(asBytes(send), asBytes(recv), bytes, elementSize(type),
+                         combineFor(type, op));
+    });
   } else if (size() > 1) {
     runPlan(plan::Collective::AllReduce, static_cast<std::byte*>(recv), send, bytes, type, op, 0);
   } else {
@@ -345,7 +400,9 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
   if (size() > 1 && oneShot(bytes)) {
-    runOneShot([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+    runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+  } else if (size() > 1 && direct(bytes)) {
+    runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (size() > 1) {
     runPlan(plan::Collective::Broadcast, static_cast<std::byte*>(recv),
             rank() == root ? send : nullptr, bytes, type, blinkSum,
@@ -364,7 +421,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
   if (size() > 1 && oneShot(bytes)) {
-    runOneShot([&] {
+    runOffPlan([&] {
       one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
     });
     if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
@@ -391,7 +448,11 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
   if (size() > 1 && oneShot(bytes)) {  // comm rank order: no plan ranks involved
-    runOneShot([&] { one_shot_->allGather(asBytes(send), out, block); });
+    runOffPlan([&] { one_shot_->allGather(asBytes(send), out, block); });
+    return;
+  }
+  if (size() > 1 && direct(bytes)) {
+    runOffPlan([&] { direct_->allGather(asBytes(send), out, block); });
     return;
   }
   if (identity_ranks_ || size() == 1) {
@@ -424,7 +485,18 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   if (size() == 1) {
     copyIfDistinct(recv, send, block);
   } else if (oneShot(bytes)) {
-    runOneShot([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
+    runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
+  } else if (direct(bytes)) {
+    // Peers read every block of `send` but this rank's own until the call ends, so
+    // a result that lands elsewhere in it (MPI_IN_PLACE puts it at the start) waits
+    // in scratch until they are done.
+    auto* out = asBytes(recv);
+    const auto at = reinterpret_cast<std::uintptr_t>(out);
+    const auto from = reinterpret_cast<std::uintptr_t>(in);
+    const bool overlaps = at < from + bytes && from < at + block && out != in + me * block;
+    std::byte* result = overlaps ? scratch(block) : out;
+    runOffPlan([&] { direct_->reduceScatter(in, result, block, combineFor(type, op)); });
+    if (overlaps) std::memmove(out, result, block);
   } else {
     // The plan reduces in place, so it works on scratch: the send buffer stays intact.
     std::byte* work = scratch(bytes);
@@ -470,6 +542,14 @@ std::string Communicator::explain() const {
         << (one_shot_ ? "" : ", not used yet") << "\n";
   } else {
     out << "One-shot board: off (" << one_shot_off_ << ")\n";
+  }
+  if (direct_min_ > 0) {
+    out << "AllReduce, ReduceScatter, AllGather and Broadcast of " << direct_min_
+        << " bytes or more: the direct path (every rank reads its peers' buffers with "
+           "cross-memory attach; BLINK_SHM_DIRECT_MIN_BYTES)"
+        << (direct_ ? "" : ", not used yet") << "\n";
+  } else {
+    out << "Direct path: off (" << direct_off_ << ")\n";
   }
   out << "Plans cached: " << cache_.size() << " (built so far: " << plans_built_ << ")\n";
   for (const PlanKey& key : lru_) {

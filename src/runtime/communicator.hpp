@@ -2,7 +2,8 @@
 // PMPI_* (the interposer sits on top of it): a private duplicate of the MPI
 // communicator for Blink's traffic, the rank layout (nodes, local ranks), the
 // topology (job_topology.hpp), shared memory within nodes and PMPI between them.
-// Small collectives on a single node take the one-shot board (shm_one_shot.hpp).
+// Small collectives on a single node take the one-shot board (shm_one_shot.hpp),
+// large ones the direct path (shm_direct.hpp) where ranks may read each other.
 // Each other collective finds its plan in a cache keyed by collective, size in bytes,
 // element size and root; a miss builds the plan on every rank (the planner is
 // deterministic), checks that every rank built the same one (hash), and sets up
@@ -24,6 +25,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/rank_layout.hpp"
+#include "transport/shm/shm_direct.hpp"
 #include "transport/shm/shm_one_shot.hpp"
 #include "transport/shm/shm_transport.hpp"
 
@@ -72,10 +74,13 @@ class Communicator {
   // Whether a collective of `bytes` takes the one-shot board (made at its first use,
   // on every rank alike). False for good if the board cannot be made.
   bool oneShot(std::uint64_t bytes);
-  // Runs `body` (a call on the board) unless the communicator is broken, and breaks
-  // it if the call fails midway.
+  // Whether a collective of `bytes` takes the direct path (made at its first use,
+  // on every rank alike). False for good if it cannot be made.
+  bool direct(std::uint64_t bytes);
+  // Runs `body` (a call on the board or the direct path) unless the communicator is
+  // broken, and breaks it if the call fails midway.
   template <typename Body>
-  void runOneShot(Body&& body);
+  void runOffPlan(Body&& body);
   void checkUsable() const;
   std::byte* scratch(std::size_t bytes);
   void checkRoot(int root) const;
@@ -94,7 +99,10 @@ class Communicator {
   std::unique_ptr<Transport> pmpi_;
   std::size_t one_shot_max_ = 0;  // agreed by every rank; 0 when the ranks span nodes
   std::unique_ptr<transport::ShmOneShot> one_shot_;
-  std::string one_shot_off_;  // why the board is not used, when one_shot_max_ is 0
+  std::string one_shot_off_;      // why the board is not used, when one_shot_max_ is 0
+  std::uint64_t direct_min_ = 0;  // agreed by every rank; 0 when the direct path is off
+  std::unique_ptr<transport::ShmDirect> direct_;
+  std::string direct_off_;  // why the direct path is not used, when direct_min_ is 0
   std::map<PlanKey, CachedPlan> cache_;
   std::list<PlanKey> lru_;  // most recently used first
   std::size_t plans_built_ = 0;

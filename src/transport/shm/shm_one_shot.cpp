@@ -4,16 +4,14 @@
 #include <cstring>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "common/error.hpp"
 #include "runtime/backoff.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "transport/shm/node_segment.hpp"
 
 namespace blink::transport {
 namespace {
 
-constexpr std::size_t kNameBytes = 64;
 constexpr std::size_t kDepth = 4;
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
@@ -34,44 +32,7 @@ ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_
   checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
   const std::size_t bytes =
       static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * capacity_);
-
-  // Rank 0 creates the board, everyone maps it, and the name goes once all have.
-  std::string failure;
-  char name[kNameBytes] = {};
-  if (rank_ == 0) {
-    try {
-      segment_ = ShmSegment::create(bytes);
-      std::memcpy(name, segment_.name().c_str(), segment_.name().size() + 1);
-    } catch (const Error& e) {
-      failure = e.what();
-      name[0] = '!';
-    }
-  }
-  std::vector<char> names(static_cast<std::size_t>(size_) * kNameBytes);
-  runtime::allgatherWithin(name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm,
-                           timeout_seconds_, "one-shot board: exchanging its name");
-  if (rank_ != 0 && names[0] != '!') {
-    try {
-      segment_ = ShmSegment::open(std::string(names.data()));
-      if (segment_.size() != bytes) {
-        throw Error(blinkInternalError, "one-shot board: rank 0 made " +
-                                            std::to_string(segment_.size()) + " bytes, not " +
-                                            std::to_string(bytes) +
-                                            " (BLINK_ONE_SHOT_MAX_BYTES differs?)");
-      }
-    } catch (const Error& e) {
-      failure = e.what();
-    }
-  }
-  int ok = failure.empty() && names[0] != '!' ? 1 : 0, all_ok = 0;
-  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
-                           "one-shot board: confirming the mappings");
-  segment_.unlink();
-  if (!failure.empty()) throw Error(blinkSystemError, failure);
-  if (all_ok == 0) {
-    throw Error(blinkSystemError,
-                "one-shot board: another rank of this node could not set it up (see its error)");
-  }
+  segment_ = mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");
 }
 
 ShmOneShot::Control& ShmOneShot::control(int rank) const {

@@ -1,6 +1,5 @@
 #include "transport/shm/shm_transport.hpp"
 
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "runtime/mpi_wait.hpp"
+#include "transport/shm/cross_memory.hpp"
 
 namespace blink::transport {
 namespace {
@@ -47,10 +47,6 @@ static_assert(sizeof(FifoControl) == 128);
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
-}
-
-std::string systemError(const std::string& what) {
-  return what + ": " + std::strerror(errno);
 }
 
 void checkMpi(int rc, const char* what) {
@@ -203,21 +199,8 @@ class ShmRecvStream final : public runtime::RecvStream {
   }
 
   void readFromSender(std::byte* to, std::size_t at, std::size_t n) const {
-    const long pid = single_copy_.pid_of_rank.at(static_cast<std::size_t>(sender_));
-    std::size_t done = 0;
-    while (done < n) {
-      iovec local{to + done, n - done};
-      iovec remote{reinterpret_cast<void*>(descriptor_->address + at + done), n - done};
-      ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        throw Error(blinkSystemError,
-                    systemError("shared memory: reading " + std::to_string(n - done) +
-                                " bytes from rank " + std::to_string(sender_) + " (pid " +
-                                std::to_string(pid) + ") failed; has it exited?"));
-      }
-      done += static_cast<std::size_t>(got);
-    }
+    readPeerMemory(single_copy_.pid_of_rank.at(static_cast<std::size_t>(sender_)),
+                   descriptor_->address + at, to, n, sender_);
   }
 
   Fifo fifo_;
@@ -226,16 +209,6 @@ class ShmRecvStream final : public runtime::RecvStream {
   std::uint64_t consumed_;
   std::optional<SingleCopyDescriptor> descriptor_;
 };
-
-// Whether this process can read `word_address` of `pid` (and finds kMagic there).
-bool canReadPeer(long pid, std::uint64_t word_address) {
-  std::uint64_t word = 0;
-  iovec local{&word, sizeof word};
-  iovec remote{reinterpret_cast<void*>(word_address), sizeof word};
-  return process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
-             static_cast<ssize_t>(sizeof word) &&
-         word == kMagic;
-}
 
 }  // namespace
 
@@ -275,7 +248,7 @@ void ShmTransport::probeSingleCopy() {
   for (int r = 0; r < node_size && ok; ++r) {
     if (r == node_rank) continue;
     const auto at = 2 * static_cast<std::size_t>(r);
-    if (!canReadPeer(static_cast<long>(all[at]), all[at + 1])) {
+    if (!canReadPeerWord(static_cast<long>(all[at]), all[at + 1], kMagic)) {
       BLINK_LOG(Info, "shm: cannot read the memory of node rank "
                           << r << " (pid " << all[at] << "): " << std::strerror(errno)
                           << "; large messages go through slots");
