@@ -2,7 +2,10 @@
 
 #include <sched.h>
 
+#include <sstream>
 #include <thread>
+
+#include "common/error.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -51,6 +54,17 @@ bool Backoff::idle() {
 
 double Backoff::secondsSinceProgress() const {
   return std::chrono::duration<double>(Clock::now() - last_progress_).count();
+}
+
+void throwPeerTimeout(const char* collective, std::size_t bytes, const char* path,
+                      std::uint64_t call, int rank, int peer, const char* what_for,
+                      double seconds) {
+  std::ostringstream out;
+  out << collective << " of " << bytes << " bytes (" << path << ", call " << call << "): rank "
+      << rank << " saw no progress for " << static_cast<int>(seconds)
+      << " s (BLINK_TIMEOUT_S); waiting for rank " << peer << " " << what_for
+      << "; is that rank alive and calling the same collective?";
+  throw Error(blinkTimeout, out.str());
 }
 
 }  // namespace blink::runtime

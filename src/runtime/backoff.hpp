@@ -5,6 +5,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 
 namespace blink::runtime {
 
@@ -24,5 +26,12 @@ class Backoff {
   Clock::time_point last_progress_;
   unsigned idle_rounds_ = 0;
 };
+
+// The blinkTimeout of a wait on a peer in a shared-memory call: `call` of
+// `collective` (`bytes`) on `path`, where `rank` waited `seconds` for `peer` and
+// `what_for` says for what ("to post its data").
+[[noreturn]] void throwPeerTimeout(const char* collective, std::size_t bytes, const char* path,
+                                   std::uint64_t call, int rank, int peer, const char* what_for,
+                                   double seconds);
 
 }  // namespace blink::runtime

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 #include <string>
 
 #include "common/error.hpp"
@@ -144,12 +143,8 @@ void ShmDirect::finish() {
 }
 
 void ShmDirect::timedOut(int rank, const char* what_for, double seconds) const {
-  std::ostringstream out;
-  out << collective_ << " of " << bytes_ << " bytes (direct shared-memory path, call " << call_
-      << "): rank " << rank_ << " saw no progress for " << static_cast<int>(seconds)
-      << " s (BLINK_TIMEOUT_S); waiting for rank " << rank << " " << what_for
-      << "; is that rank alive and calling the same collective?";
-  throw Error(blinkTimeout, out.str());
+  runtime::throwPeerTimeout(collective_, bytes_, "direct shared-memory path", call_, rank_, rank,
+                            what_for, seconds);
 }
 
 void ShmDirect::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cstring>
-#include <sstream>
 #include <string>
 
 #include "common/error.hpp"
@@ -90,12 +89,8 @@ void ShmOneShot::finish() {
 }
 
 void ShmOneShot::timedOut(int rank, const char* what_for, double seconds) const {
-  std::ostringstream out;
-  out << collective_ << " of " << bytes_ << " bytes (one-shot shared memory, call " << call_
-      << "): rank " << rank_ << " saw no progress for " << static_cast<int>(seconds)
-      << " s (BLINK_TIMEOUT_S); waiting for rank " << rank << " " << what_for
-      << "; is that rank alive and calling the same collective?";
-  throw Error(blinkTimeout, out.str());
+  runtime::throwPeerTimeout(collective_, bytes_, "one-shot shared memory", call_, rank_, rank,
+                            what_for, seconds);
 }
 
 void ShmOneShot::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
