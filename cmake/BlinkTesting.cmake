@@ -43,6 +43,9 @@ function(blink_add_mpi_test name)
   math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * ${BLINK_TEST_TIMEOUT_FACTOR}")
   add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/mpi/mpi_gtest_main.cpp)
   target_link_libraries(${name} PRIVATE blink_internal blink_build_flags GTest::gtest ${ARG_LIBS})
+  # Well under the ctest limit, so that ranks stuck after a failure end with a message.
+  math(EXPR _watchdog "120 * ${BLINK_TEST_TIMEOUT_FACTOR}")
+  target_compile_definitions(${name} PRIVATE MPI_TEST_WATCHDOG_SECONDS=${_watchdog})
   foreach(np IN LISTS ARG_NP)
     add_test(NAME ${name}.np${np}
       COMMAND ${MPIEXEC_EXECUTABLE} ${BLINK_MPIEXEC_FLAGS} -np ${np} $<TARGET_FILE:${name}>)
