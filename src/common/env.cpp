@@ -86,17 +86,25 @@ const std::vector<Variable>& registry() {
        "sender's memory (Linux cross-memory attach, one copy instead of two) when every rank "
        "of the node can; AUTO does so only when the node's ranks do not outnumber its CPUs "
        "(oversubscribed, two copies cost less CPU); 0 always copies through shared-memory "
-       "slots and turns the direct path (BLINK_SHM_DIRECT_MIN_BYTES) off."},
+       "slots and never lets the direct path read the peers' buffers."},
       {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
        "Collectives of at most this many bytes on a communicator within one node take the "
        "one-shot shared-memory path: every rank posts its input on a shared board and reads "
        "the others' (one synchronisation instead of a tree's one per level). 0: always plans."},
-      {"BLINK_SHM_DIRECT_MIN_BYTES", Kind::Integer, "0..1099511627776", "2097152",
+      {"BLINK_SHM_DIRECT_MIN_BYTES", Kind::Integer, "0..1099511627776", "32768",
        "AllReduce, ReduceScatter, AllGather and Broadcast of at least this many bytes on a "
-       "communicator within one node read the peers' buffers directly (cross-memory attach: "
-       "a reduce-scatter and an all-gather with no staging copy) instead of running a plan, "
-       "when every rank can read the others' memory and BLINK_SHM_SINGLE_COPY is not 0 (AUTO "
-       "included: the path pays even with more ranks than CPUs). 0: always plans."},
+       "communicator within one node (and too large for the one-shot board) take the direct "
+       "path instead of a plan: a reduce-scatter "
+       "and an all-gather (or one copy out, for Broadcast) through a staging area in shared "
+       "memory (BLINK_SHM_STAGING_BYTES), two synchronisations per round; where the area is "
+       "off or cannot be made, every rank reads its peers' buffers with cross-memory attach "
+       "instead, unless BLINK_SHM_SINGLE_COPY=0. 0: always plans."},
+      {"BLINK_SHM_STAGING_BYTES", Kind::Integer, "0..68719476736", "33554432",
+       "The direct path's staging area: at most this much shared memory per rank, in two "
+       "halves, so that a round can be written while peers still read the last; a call larger "
+       "than half goes in rounds. It starts at 4 MiB and grows to fit the calls made, on every "
+       "rank of the node at once. 0: no staging area (the direct path reads the peers' buffers "
+       "with cross-memory attach)."},
       {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},

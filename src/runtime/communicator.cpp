@@ -14,6 +14,8 @@
 #include "topology/cuda_probe.hpp"
 #include "topology/topology_text.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
+#include "transport/shm/shm_direct.hpp"
+#include "transport/shm/shm_staged.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace blink::runtime {
@@ -86,6 +88,7 @@ Communicator::Communicator(MPI_Comm comm) {
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
         one_shot_max_ = static_cast<std::size_t>(env::getInt("BLINK_ONE_SHOT_MAX_BYTES"));
         direct_min_ = static_cast<std::uint64_t>(env::getInt("BLINK_SHM_DIRECT_MIN_BYTES"));
+        staging_max_ = static_cast<std::size_t>(env::getInt("BLINK_SHM_STAGING_BYTES"));
         const std::string single_copy = env::getChoice("BLINK_SHM_SINGLE_COPY");
         single_copy_ = single_copy == "1"   ? transport::SingleCopyMode::On
                        : single_copy == "0" ? transport::SingleCopyMode::Off
@@ -98,18 +101,19 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      const char* names[3] = {"BLINK_ONE_SHOT_MAX_BYTES", "BLINK_SHM_DIRECT_MIN_BYTES",
-                              "BLINK_SHM_SINGLE_COPY"};
-      const std::uint64_t values[3] = {one_shot_max_, direct_min_,
-                                       static_cast<std::uint64_t>(single_copy_)};
-      std::uint64_t mine[6], all[6] = {};
-      for (int i = 0; i < 3; ++i) {
+      constexpr int kSettings = 4;
+      const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES", "BLINK_SHM_DIRECT_MIN_BYTES",
+                                      "BLINK_SHM_SINGLE_COPY", "BLINK_SHM_STAGING_BYTES"};
+      const std::uint64_t values[kSettings] = {
+          one_shot_max_, direct_min_, static_cast<std::uint64_t>(single_copy_), staging_max_};
+      std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
+      for (int i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
         mine[2 * i + 1] = ~values[i];  // the maximum of both is the minimum of the first
       }
-      allreduceWithin(mine, all, 6, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+      allreduceWithin(mine, all, 2 * kSettings, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
                       "agreeing on the BLINK_* settings of the paths");
-      for (int i = 0; i < 3; ++i) {
+      for (int i = 0; i < kSettings; ++i) {
         if (all[2 * i] != mine[2 * i] || all[2 * i + 1] != mine[2 * i + 1]) {
           throw CollectiveError(blinkInvalidUsage,
                                 std::string(names[i]) +
@@ -122,15 +126,15 @@ Communicator::Communicator(MPI_Comm comm) {
         one_shot_max_ = 0;  // the board is shared memory
         one_shot_off_ = "the ranks span nodes";
       }
-      // Unlike plans' single copy (BLINK_SHM_SINGLE_COPY=AUTO), the direct path also
-      // pays with more ranks than CPUs: its few synchronisations cost less than a
-      // plan's many steps, each a chance to wait for a descheduled peer.
+      // The direct path also pays with more ranks than CPUs (BLINK_SHM_SINGLE_COPY=AUTO
+      // does not turn it off): its few synchronisations cost less than a plan's many
+      // steps, each a chance to wait for a descheduled peer.
       if (direct_min_ == 0) {
         direct_off_ = "BLINK_SHM_DIRECT_MIN_BYTES=0";
       } else if (layout_.num_nodes > 1) {
         direct_off_ = "the ranks span nodes";
-      } else if (single_copy_ == transport::SingleCopyMode::Off) {
-        direct_off_ = "BLINK_SHM_SINGLE_COPY=0";
+      } else if (staging_max_ == 0 && single_copy_ == transport::SingleCopyMode::Off) {
+        direct_off_ = "BLINK_SHM_STAGING_BYTES=0 and BLINK_SHM_SINGLE_COPY=0";
       }
       if (!direct_off_.empty()) direct_min_ = 0;
     }
@@ -243,21 +247,51 @@ bool Communicator::direct(std::uint64_t bytes) {
   if (direct_min_ == 0 || bytes < direct_min_) return false;
   if (!direct_) {
     checkUsable();
-    try {
-      direct_ = std::make_unique<transport::ShmDirect>(node_comm_, timeout_s_);
-    } catch (const Error& e) {
-      // Every rank failed together (the path agrees before it returns).
-      if (e.status() == blinkTimeout) throw;
-      if (layout_.rank == 0) {
-        BLINK_LOG(Info, "the direct path for large collectives is unavailable ("
-                            << e.what() << "); they use plans");
-      }
+    direct_ = makeDirect();
+    if (!direct_) {
       direct_min_ = 0;
-      direct_off_ = std::string("it could not be set up: ") + e.what();
       return false;
     }
+    if (layout_.rank == 0) BLINK_LOG(Info, "direct path: " << direct_->describe());
   }
   return true;
+}
+
+std::unique_ptr<transport::NodeCollectives> Communicator::makeDirect() {
+  // Each attempt fails on every rank together (each agrees before it returns), so
+  // every rank ends with the same choice.
+  std::string why_not;
+  auto unavailable = [&](const char* how, const Error& e) {
+    if (e.status() == blinkTimeout) throw;
+    if (layout_.rank == 0) {
+      BLINK_LOG(Info, "direct path: " << how << " is unavailable (" << e.what() << ")");
+    }
+    why_not += std::string(why_not.empty() ? "" : "; ") + how + ": " + e.what();
+  };
+  if (staging_max_ > 0) {
+    try {
+      return std::make_unique<transport::ShmStaged>(node_comm_, staging_max_, timeout_s_);
+    } catch (const Error& e) {
+      unavailable("the staging area", e);
+    }
+  } else {
+    why_not = "BLINK_SHM_STAGING_BYTES=0";
+  }
+  if (single_copy_ != transport::SingleCopyMode::Off) {
+    try {
+      return std::make_unique<transport::ShmDirect>(node_comm_, timeout_s_);
+    } catch (const Error& e) {
+      unavailable("cross-memory attach", e);
+    }
+  } else {
+    why_not += "; BLINK_SHM_SINGLE_COPY=0";
+  }
+  if (layout_.rank == 0) {
+    BLINK_LOG(Info,
+              "the direct path for large collectives is off (" << why_not << "); they use plans");
+  }
+  direct_off_ = "it could not be set up: " + why_not;
+  return nullptr;
 }
 
 template <typename Body>
@@ -487,13 +521,13 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   } else if (oneShot(bytes)) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else if (direct(bytes)) {
-    // Peers read every block of `send` but this rank's own until the call ends, so
-    // a result that lands elsewhere in it (MPI_IN_PLACE puts it at the start) waits
-    // in scratch until they are done.
+    // A result that lands elsewhere in `send` than this rank's own block waits in
+    // scratch unless the path allows it (MPI_IN_PLACE puts it at the start).
     auto* out = asBytes(recv);
     const auto at = reinterpret_cast<std::uintptr_t>(out);
     const auto from = reinterpret_cast<std::uintptr_t>(in);
-    const bool overlaps = at < from + bytes && from < at + block && out != in + me * block;
+    const bool overlaps = at < from + bytes && from < at + block && out != in + me * block &&
+                          !(out == in && direct_->reduceScatterIntoInputStart());
     std::byte* result = overlaps ? scratch(block) : out;
     runOffPlan([&] { direct_->reduceScatter(in, result, block, combineFor(type, op)); });
     if (overlaps) std::memmove(out, result, block);
@@ -545,9 +579,12 @@ std::string Communicator::explain() const {
   }
   if (direct_min_ > 0) {
     out << "AllReduce, ReduceScatter, AllGather and Broadcast of " << direct_min_
-        << " bytes or more: the direct path (every rank reads its peers' buffers with "
-           "cross-memory attach; BLINK_SHM_DIRECT_MIN_BYTES)"
-        << (direct_ ? "" : ", not used yet") << "\n";
+        << " bytes or more: the direct path (BLINK_SHM_DIRECT_MIN_BYTES): "
+        << (direct_ ? direct_->describe()
+                    : std::string(staging_max_ > 0 ? "through a staging area in shared memory"
+                                                   : "by cross-memory attach") +
+                          ", not used yet")
+        << "\n";
   } else {
     out << "Direct path: off (" << direct_off_ << ")\n";
   }

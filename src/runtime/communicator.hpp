@@ -3,7 +3,8 @@
 // communicator for Blink's traffic, the rank layout (nodes, local ranks), the
 // topology (job_topology.hpp), shared memory within nodes and PMPI between them.
 // Small collectives on a single node take the one-shot board (shm_one_shot.hpp),
-// large ones the direct path (shm_direct.hpp) where ranks may read each other.
+// large ones the direct path (node_collectives.hpp): a staging area in shared memory
+// (shm_staged.hpp), or cross-memory attach where ranks may read each other.
 // Each other collective finds its plan in a cache keyed by collective, size in bytes,
 // element size and root; a miss builds the plan on every rank (the planner is
 // deterministic), checks that every rank built the same one (hash), and sets up
@@ -25,7 +26,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/rank_layout.hpp"
-#include "transport/shm/shm_direct.hpp"
+#include "transport/shm/node_collectives.hpp"
 #include "transport/shm/shm_one_shot.hpp"
 #include "transport/shm/shm_transport.hpp"
 
@@ -77,6 +78,8 @@ class Communicator {
   // Whether a collective of `bytes` takes the direct path (made at its first use,
   // on every rank alike). False for good if it cannot be made.
   bool direct(std::uint64_t bytes);
+  // The staging area, else cross-memory attach, else null (then direct_off_ says why).
+  std::unique_ptr<transport::NodeCollectives> makeDirect();
   // Runs `body` (a call on the board or the direct path) unless the communicator is
   // broken, and breaks it if the call fails midway.
   template <typename Body>
@@ -101,7 +104,8 @@ class Communicator {
   std::unique_ptr<transport::ShmOneShot> one_shot_;
   std::string one_shot_off_;      // why the board is not used, when one_shot_max_ is 0
   std::uint64_t direct_min_ = 0;  // agreed by every rank; 0 when the direct path is off
-  std::unique_ptr<transport::ShmDirect> direct_;
+  std::size_t staging_max_ = 0;   // agreed by every rank; BLINK_SHM_STAGING_BYTES
+  std::unique_ptr<transport::NodeCollectives> direct_;
   std::string direct_off_;  // why the direct path is not used, when direct_min_ is 0
   std::map<PlanKey, CachedPlan> cache_;
   std::list<PlanKey> lru_;  // most recently used first

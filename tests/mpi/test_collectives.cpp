@@ -463,7 +463,8 @@ TEST(Communicators, EmulatedNodesUsePmpiBetweenThem) {
 }
 
 TEST(PlanCache, RepeatedCallsReuseThePlan) {
-  const blink::test::ScopedEnv plans_only("BLINK_ONE_SHOT_MAX_BYTES", "0");  // small calls too
+  const blink::test::ScopedEnv no_board("BLINK_ONE_SHOT_MAX_BYTES", "0");     // small calls too
+  const blink::test::ScopedEnv no_direct("BLINK_SHM_DIRECT_MIN_BYTES", "0");  // and large ones
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   const int n = commSize(MPI_COMM_WORLD);
   std::vector<float> a(50000, 1.0f), b(50000);

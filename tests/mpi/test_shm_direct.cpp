@@ -1,22 +1,28 @@
-// The direct path for large collectives within a node (shm_direct.hpp): every rank
-// reads its peers' buffers with cross-memory attach. Checked against PMPI_* for every
-// collective it serves, in and out of place, with counts that leave some ranks an
-// empty segment, that do not divide by the ranks and that span several of its
-// pieces; buffers reused the moment a call returns, with a slow rank; the boundaries
-// with the one-shot board and plans; the settings that turn it off; a setting that
-// differs between ranks; and a peer that never arrives.
+// The direct path for large collectives within a node (node_collectives.hpp), both
+// ways it moves bytes: through the staging area (shm_staged.hpp; also with the
+// smallest area, so that every call goes in many rounds through both halves) and by
+// cross-memory attach (shm_direct.hpp). Checked against PMPI_* for every collective
+// it serves, in and out of place, with counts that leave some ranks an empty share,
+// that do not divide by the ranks and that span several pieces; buffers reused the
+// moment a call returns, with a slow rank; a peer that never arrives. Then the
+// boundaries with the one-shot board and plans, which way is chosen and why, the
+// area's growth, the settings that turn the path off, and settings that differ
+// between ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "blink/blink.h"
 #include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
+#include "transport/shm/shm_staged.hpp"
 
 namespace {
 
@@ -46,6 +52,46 @@ struct DirectFromSmallSizes {
   ScopedEnv direct{"BLINK_SHM_DIRECT_MIN_BYTES", "16"};
   ScopedEnv single_copy{"BLINK_SHM_SINGLE_COPY", "AUTO"};
 };
+
+// How the direct path moves the bytes in a parameterised test.
+enum class Mover { Staged, StagedInRounds, CrossMemory };
+
+std::string moverName(const testing::TestParamInfo<Mover>& info) {
+  switch (info.param) {
+    case Mover::Staged:
+      return "Staged";
+    case Mover::StagedInRounds:
+      return "StagedInRounds";
+    case Mover::CrossMemory:
+      return "CrossMemory";
+  }
+  return "Unknown";
+}
+
+std::string stagingBytesFor(Mover mover) {
+  switch (mover) {
+    case Mover::Staged:
+      return "33554432";
+    case Mover::StagedInRounds:
+      return std::to_string(blink::transport::ShmStaged::minimumBytesPerRank(worldSize()));
+    case Mover::CrossMemory:
+      return "0";
+  }
+  return "";
+}
+
+class DirectPath : public testing::TestWithParam<Mover> {
+ protected:
+  void SetUp() override {
+    if (worldSize() < 2) GTEST_SKIP() << "needs two ranks";
+  }
+  DirectFromSmallSizes settings_;
+  ScopedEnv staging_{"BLINK_SHM_STAGING_BYTES", stagingBytesFor(GetParam())};
+};
+
+INSTANTIATE_TEST_SUITE_P(Movers, DirectPath,
+                         testing::Values(Mover::Staged, Mover::StagedInRounds, Mover::CrossMemory),
+                         moverName);
 
 template <typename T>
 void checkEveryCollective(blink::runtime::Communicator& comm, blinkDataType_t type,
@@ -117,9 +163,7 @@ void checkEveryCollective(blink::runtime::Communicator& comm, blinkDataType_t ty
   }
 }
 
-TEST(ShmDirect, EveryCollectiveMatchesPmpi) {
-  if (worldSize() < 2) GTEST_SKIP() << "needs two ranks";
-  DirectFromSmallSizes settings;
+TEST_P(DirectPath, EveryCollectiveMatchesPmpi) {
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   // 16: an element per rank or less at 4 ranks (empty segments); 1009: prime; 300007:
   // several 256 KiB pieces per segment, not a multiple of any rank count.
@@ -137,12 +181,13 @@ TEST(ShmDirect, EveryCollectiveMatchesPmpi) {
   EXPECT_EQ(comm.plansBuilt(), 0u) << "every call took the direct path";
   EXPECT_NE(comm.explain().find("16 bytes or more: the direct path"), std::string::npos)
       << comm.explain();
+  const bool staged = GetParam() != Mover::CrossMemory;
+  EXPECT_NE(comm.explain().find(staged ? "staging area" : "cross-memory attach"), std::string::npos)
+      << comm.explain();
 }
 
-TEST(ShmDirect, AvgDividesOnce) {
+TEST_P(DirectPath, AvgDividesOnce) {
   const int rank = worldRank(), n = worldSize();
-  if (n < 2) GTEST_SKIP() << "needs two ranks";
-  DirectFromSmallSizes settings;
   blinkComm_t comm = nullptr;
   ASSERT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkSuccess);
   std::vector<double> in(100000, static_cast<double>(rank)), out(in.size(), -1);
@@ -153,13 +198,11 @@ TEST(ShmDirect, AvgDividesOnce) {
 }
 
 // A rank may reuse its buffers as soon as its call returns, so it must not return
-// while a peer still reads them. Here each rank rewrites its buffer at once for the
-// next call, and one rank is often late: a peer that read the rewritten data would
-// get the wrong sum.
-TEST(ShmDirect, BuffersAreFreeTheMomentACallReturns) {
+// while a peer still reads them, nor rewrite a staging half a peer still reads. Here
+// each rank rewrites its buffer at once for the next call, and one rank is often
+// late: a peer that read the rewritten data would get the wrong sum.
+TEST_P(DirectPath, BuffersAreFreeTheMomentACallReturns) {
   const int rank = worldRank(), n = worldSize();
-  if (n < 2) GTEST_SKIP() << "needs two ranks";
-  DirectFromSmallSizes settings;
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   const std::size_t count = 400000;  // 1.6 MB: several pieces, long enough to be preempted
   const int slow = n - 1;
@@ -174,7 +217,8 @@ TEST(ShmDirect, BuffersAreFreeTheMomentACallReturns) {
       ASSERT_EQ(buf[i], sum) << "AllReduce call " << call << " index " << i;
     }
   }
-  // The root of a Broadcast waits for every reader; the readers wait for nobody.
+  // The readers of a Broadcast wait for the root only; the root waits for them only
+  // before it rewrites what they may still read.
   for (int call = 0; call < 40; ++call) {
     buf = rank == 0 ? data<std::int32_t>(0, call, count) : std::vector<std::int32_t>(count, 0);
     if (rank == slow && call % 4 == 1) usleep(5000);
@@ -205,19 +249,91 @@ TEST(ShmDirect, SizesBetweenTheBoardAndTheDirectPathTakePlans) {
 TEST(ShmDirect, SettingsTurnItOff) {
   const int n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
-  for (const char* setting : {"BLINK_SHM_DIRECT_MIN_BYTES=0", "BLINK_SHM_SINGLE_COPY=0"}) {
+  struct Case {
+    std::vector<std::pair<const char*, const char*>> settings;
+    const char* why;
+  };
+  const Case cases[] = {
+      {{{"BLINK_SHM_DIRECT_MIN_BYTES", "0"}}, "BLINK_SHM_DIRECT_MIN_BYTES=0"},
+      {{{"BLINK_SHM_STAGING_BYTES", "0"}, {"BLINK_SHM_SINGLE_COPY", "0"}},
+       "BLINK_SHM_STAGING_BYTES=0 and BLINK_SHM_SINGLE_COPY=0"},
+  };
+  for (const Case& c : cases) {
     DirectFromSmallSizes settings;
-    const std::string s(setting);
-    const auto eq = s.find('=');
-    ScopedEnv off(s.substr(0, eq).c_str(), s.substr(eq + 1));
+    std::vector<std::unique_ptr<ScopedEnv>> off;
+    for (const auto& [name, value] : c.settings)
+      off.push_back(std::make_unique<ScopedEnv>(name, value));
     blink::runtime::Communicator comm(MPI_COMM_WORLD);
     std::vector<std::int32_t> a(1000, 5), b(1000, 0);
     comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
     EXPECT_EQ(b[999], 5 * n);
-    EXPECT_EQ(comm.plansBuilt(), 1u) << setting;
-    EXPECT_NE(comm.explain().find("Direct path: off (" + s + ")"), std::string::npos)
+    EXPECT_EQ(comm.plansBuilt(), 1u) << c.why;
+    EXPECT_NE(comm.explain().find(std::string("Direct path: off (") + c.why + ")"),
+              std::string::npos)
         << comm.explain();
   }
+}
+
+// The staging area needs no cross-memory attach, so BLINK_SHM_SINGLE_COPY=0 leaves
+// it on; an area too small for the node's ranks gives way to cross-memory attach.
+TEST(ShmDirect, TheWayBytesMoveFollowsTheSettings) {
+  const int n = worldSize();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  struct Case {
+    const char* staging;
+    const char* single_copy;
+    const char* expect;
+  };
+  const std::string too_small =
+      std::to_string(blink::transport::ShmStaged::minimumBytesPerRank(n) - 1);
+  const Case cases[] = {
+      {"33554432", "0", "staging area in shared memory"},
+      {"0", "AUTO", "cross-memory attach"},
+      {too_small.c_str(), "AUTO", "cross-memory attach"},
+  };
+  for (const Case& c : cases) {
+    DirectFromSmallSizes settings;
+    ScopedEnv staging("BLINK_SHM_STAGING_BYTES", c.staging);
+    ScopedEnv single_copy("BLINK_SHM_SINGLE_COPY", c.single_copy);
+    blink::runtime::Communicator comm(MPI_COMM_WORLD);
+    std::vector<std::int32_t> a(1000, 5), b(1000, 0);
+    comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
+    EXPECT_EQ(b[999], 5 * n);
+    EXPECT_EQ(comm.plansBuilt(), 0u);
+    const std::string explain = comm.explain();
+    EXPECT_NE(explain.find(c.expect), std::string::npos)
+        << "staging " << c.staging << ", single copy " << c.single_copy << ":\n"
+        << explain;
+  }
+}
+
+// The area starts at 4 MiB per rank, grows on every rank at once to fit a call in
+// one round (a power of two), and stops at the setting.
+TEST(ShmDirect, TheStagingAreaGrowsToFitTheCallsUpToTheSetting) {
+  const int rank = worldRank(), n = worldSize();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  DirectFromSmallSizes settings;
+  ScopedEnv staging("BLINK_SHM_STAGING_BYTES", "12582912");  // 12 MiB
+  blink::runtime::Communicator comm(MPI_COMM_WORLD);
+  auto perRankNow = [&] {
+    const std::string explain = comm.explain();
+    const auto at = explain.find(" bytes per rank now");
+    EXPECT_NE(at, std::string::npos) << explain;
+    const auto from = explain.rfind('(', at);
+    return std::stoull(explain.substr(from + 1, at - from - 1));
+  };
+  std::vector<std::int32_t> a(5 << 18, rank + 1), b(a.size(), 0);  // 5 MiB
+  const std::int32_t want = n * (n + 1) / 2;
+  comm.allReduce(a.data(), b.data(), 1000, blinkInt32, blinkSum);
+  EXPECT_EQ(perRankNow(), 4u << 20);
+  comm.allReduce(a.data(), b.data(), 3 << 18, blinkInt32, blinkSum);  // 3 MiB: half of 4 MiB
+  EXPECT_EQ(b[(3 << 18) - 1], want);
+  EXPECT_EQ(perRankNow(), 8u << 20);
+  comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);  // wants 16, capped at 12
+  EXPECT_EQ(b[a.size() - 1], want);
+  EXPECT_EQ(perRankNow(), 12u << 20);
+  comm.allReduce(a.data(), b.data(), 1000, blinkInt32, blinkSum);
+  EXPECT_EQ(perRankNow(), 12u << 20) << "the area never shrinks";
 }
 
 TEST(ShmDirect, CommunicatorsAcrossNodesUsePlans) {
@@ -234,21 +350,21 @@ TEST(ShmDirect, CommunicatorsAcrossNodesUsePlans) {
       << comm.explain();
 }
 
-TEST(ShmDirect, TheSettingMustBeTheSameOnEveryRank) {
+TEST(ShmDirect, TheSettingsMustBeTheSameOnEveryRank) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
-  ScopedEnv direct("BLINK_SHM_DIRECT_MIN_BYTES", rank == 0 ? "1048576" : "2097152");
-  blinkComm_t comm = nullptr;
-  EXPECT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkInvalidUsage);
-  EXPECT_NE(std::string(blinkGetLastError()).find("BLINK_SHM_DIRECT_MIN_BYTES differs"),
-            std::string::npos)
-      << blinkGetLastError();
+  for (const char* name : {"BLINK_SHM_DIRECT_MIN_BYTES", "BLINK_SHM_STAGING_BYTES"}) {
+    ScopedEnv differs(name, rank == 0 ? "1048576" : "2097152");
+    blinkComm_t comm = nullptr;
+    EXPECT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkInvalidUsage);
+    EXPECT_NE(std::string(blinkGetLastError()).find(std::string(name) + " differs"),
+              std::string::npos)
+        << blinkGetLastError();
+  }
 }
 
-TEST(ShmDirect, APeerThatNeverArrivesIsNamed) {
+TEST_P(DirectPath, APeerThatNeverArrivesIsNamed) {
   const int rank = worldRank(), n = worldSize();
-  if (n < 2) GTEST_SKIP() << "needs two ranks";
-  DirectFromSmallSizes settings;
   ScopedEnv timeout("BLINK_TIMEOUT_S", "1");
   blinkComm_t comm = nullptr;
   ASSERT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkSuccess);
@@ -261,7 +377,10 @@ TEST(ShmDirect, APeerThatNeverArrivesIsNamed) {
     blinkResult_t rc = blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum, comm);
     std::string msg = blinkGetLastError();
     EXPECT_EQ(rc, blinkTimeout) << msg;
-    EXPECT_NE(msg.find("direct shared-memory path"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(GetParam() == Mover::CrossMemory ? "direct path, cross-memory attach"
+                                                        : "direct path, staging area"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("waiting for rank " + std::to_string(absent)), std::string::npos) << msg;
     // The call counts are lost: the communicator refuses further work.
     EXPECT_EQ(blinkAllReduce(a.data(), b.data(), a.size(), blinkFloat32, blinkSum, comm),

@@ -143,8 +143,8 @@ void ShmDirect::finish() {
 }
 
 void ShmDirect::timedOut(int rank, const char* what_for, double seconds) const {
-  runtime::throwPeerTimeout(collective_, bytes_, "direct shared-memory path", call_, rank_, rank,
-                            what_for, seconds);
+  runtime::throwPeerTimeout(collective_, bytes_, "direct path, cross-memory attach", call_, rank_,
+                            rank, what_for, seconds);
 }
 
 void ShmDirect::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
@@ -195,6 +195,10 @@ void ShmDirect::allGather(const std::byte* in, std::byte* out, std::size_t block
          block_bytes);
   }
   finish();
+}
+
+std::string ShmDirect::describe() const {
+  return "every rank reads its peers' buffers with cross-memory attach";
 }
 
 void ShmDirect::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {

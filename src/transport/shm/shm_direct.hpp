@@ -1,53 +1,52 @@
-// Direct collectives for large messages among the ranks of one node: every rank
-// reads what it needs straight out of its peers' own buffers with cross-memory
-// attach (cross_memory.hpp), so no byte is staged in shared memory. An AllReduce is
+// The direct path by cross-memory attach (node_collectives.hpp): every rank reads
+// what it needs straight out of its peers' own buffers (cross_memory.hpp), so no
+// byte is staged in shared memory. An AllReduce is
 // a reduce-scatter and an all-gather done this way: rank r owns the r-th of n
 // segments, reduces it from every peer's input into its output, and then every rank
 // copies each owner's finished segment out of the owner's output. Per rank that is
 // the least memory traffic an AllReduce can have (its input read once, the others'
-// segments once each, its output written once), against a tree or ring plan's copy
-// into and out of a shared slot at every step.
+// segments once each, its output written once), but every read is a system call
+// that pins the peer's pages one by one: on some machines that costs more than the
+// two plain copies of the staged path.
 //
 // Control lines in a small shared segment, one per rank, carry three counters:
 // `posted` (the call whose buffer addresses the line holds), `reduced` (the call
 // whose segment this rank has finished) and `done` (the call this rank has finished
 // reading from the others). A rank returns only once every peer is done with its
-// buffers, which the caller may then reuse. Each segment is reduced by one rank
-// only, so every rank gets the same bits.
+// buffers, which the caller may then reuse.
 //
-// Every rank of the node must make the same calls in the same order (as MPI requires
-// of collectives); every wait ends after the timeout with an error naming the peer.
+// The communicator uses it where the staging area (shm_staged.hpp) is off or cannot
+// be set up.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "runtime/executor.hpp"
+#include "transport/shm/node_collectives.hpp"
 #include "transport/shm/shm_segment.hpp"
 
 namespace blink::transport {
 
-class ShmDirect {
+class ShmDirect final : public NodeCollectives {
  public:
   // Collective over `node_comm` (not owned; ranks below are its ranks). Throws
   // blink::Error on every rank together when any rank cannot set up the control
   // lines or cannot read another rank's memory.
   ShmDirect(MPI_Comm node_comm, double timeout_seconds);
 
-  // `in` may equal `out` (in place). `element_bytes` divides `bytes`; segments are
-  // cut on element boundaries.
   void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-                 const runtime::Combine& combine);
-  // `in` holds size() blocks; `out` may be in + rank * block_bytes.
+                 const runtime::Combine& combine) override;
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const runtime::Combine& combine);
-  // `in` may be out + rank * block_bytes.
-  void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
-  // `in` is read on the root only.
-  void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
+                     const runtime::Combine& combine) override;
+  void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;
+  void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) override;
+  std::string describe() const override;
+  // Peers read every block of the input but the rank's own until the call ends.
+  bool reduceScatterIntoInputStart() const override { return false; }
 
  private:
   struct alignas(64) Control {

@@ -1,0 +1,43 @@
+// The large-message collectives of the ranks of one node that run without a plan
+// (the "direct path"). Two implementations move the bytes: ShmStaged, through a
+// staging area in shared memory (shm_staged.hpp), and ShmDirect, which reads the
+// peers' buffers with cross-memory attach (shm_direct.hpp). The communicator picks
+// one when the path is first used and keeps it.
+//
+// Every rank of the node must make the same calls in the same order (as MPI requires
+// of collectives); every wait ends after the timeout with an error naming the peer.
+// Each element of a reduction is combined by one rank only, so every rank gets the
+// same bits.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "runtime/executor.hpp"
+
+namespace blink::transport {
+
+class NodeCollectives {
+ public:
+  virtual ~NodeCollectives() = default;
+
+  // `in` may equal `out` (in place). `element_bytes` divides `bytes`; ranks' shares
+  // are cut on element boundaries.
+  virtual void allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                         std::size_t element_bytes, const runtime::Combine& combine) = 0;
+  // `in` holds size() blocks; `out` may be in + rank * block_bytes.
+  virtual void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                             const runtime::Combine& combine) = 0;
+  // `in` may be out + rank * block_bytes.
+  virtual void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) = 0;
+  // `in` is read on the root only; it may equal `out`.
+  virtual void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) = 0;
+
+  // How the bytes move, for blinkCommExplain and BLINK_DEBUG=INFO.
+  virtual std::string describe() const = 0;
+  // Whether a ReduceScatter result may land at the start of its own input (the
+  // MPI_IN_PLACE layout) without a scratch copy.
+  virtual bool reduceScatterIntoInputStart() const = 0;
+};
+
+}  // namespace blink::transport

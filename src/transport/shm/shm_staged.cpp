@@ -1,0 +1,298 @@
+#include "transport/shm/shm_staged.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "runtime/backoff.hpp"
+#include "transport/shm/node_segment.hpp"
+
+namespace blink::transport {
+namespace {
+
+// A slot's start stays on a cache line of its own, which every element size divides.
+constexpr std::size_t kLine = 64;
+constexpr std::size_t kPage = 4096;
+// What the area starts with per rank (both halves), before any call asks for more.
+constexpr std::size_t kInitialBytesPerRank = std::size_t{4} << 20;
+// The output piece being reduced and the peers' pieces combined into it stay in L2.
+constexpr std::size_t kPieceBytes = std::size_t{128} << 10;
+
+std::size_t roundUp(std::size_t value, std::size_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
+
+void checkMpi(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    throw Error(blinkSystemError, std::string("staging area set-up: ") + what + " failed");
+  }
+}
+
+}  // namespace
+
+std::size_t ShmStaged::minimumBytesPerRank(int ranks) {
+  return 2 * static_cast<std::size_t>(ranks) * kPage;
+}
+
+ShmStaged::ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double timeout_seconds)
+    : node_comm_(node_comm), timeout_seconds_(timeout_seconds) {
+  checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
+  checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
+  const std::size_t minimum = minimumBytesPerRank(size_);
+  if (max_bytes_per_rank < minimum) {
+    // Every rank sees the same agreed setting, so every rank throws here.
+    throw Error(blinkUnsupported, "BLINK_SHM_STAGING_BYTES=" + std::to_string(max_bytes_per_rank) +
+                                      " is below the " + std::to_string(minimum) +
+                                      " bytes per rank that a staging area for " +
+                                      std::to_string(size_) + " ranks needs");
+  }
+  // Halves of whole pages: every rank's part then starts on a page of its own.
+  max_per_rank_ = max_bytes_per_rank / (2 * kPage) * (2 * kPage);
+  controls_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
+                             timeout_seconds_, "staging area control lines");
+  per_rank_ = std::max(minimum, std::min(max_per_rank_, kInitialBytesPerRank));
+  area_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * per_rank_, timeout_seconds_,
+                         "staging area");
+}
+
+std::string ShmStaged::describe() const {
+  std::string text =
+      "every rank copies its data into a staging area in shared memory and reads its peers' "
+      "from there (" +
+      std::to_string(per_rank_) + " bytes per rank now, growing to at most " +
+      std::to_string(max_per_rank_) + "; BLINK_SHM_STAGING_BYTES)";
+  if (!grow_failure_.empty()) text += "; it could not grow further: " + grow_failure_;
+  return text;
+}
+
+ShmStaged::Control& ShmStaged::control(int rank) const {
+  return reinterpret_cast<Control*>(controls_.data())[rank];
+}
+
+std::byte* ShmStaged::half(int rank, std::uint64_t round) const {
+  // Written before `filled` reached `round` (release), read after it did (acquire).
+  const std::uint64_t which =
+      std::atomic_ref(control(rank).half_of[round % 2]).load(std::memory_order_relaxed);
+  return area_.data() + static_cast<std::size_t>(rank) * per_rank_ + which * halfBytes();
+}
+
+std::size_t ShmStaged::slotBytes() const {
+  return halfBytes() / static_cast<std::size_t>(size_) / kLine * kLine;
+}
+
+std::byte* ShmStaged::slot(int rank, std::uint64_t round, int slot_index) const {
+  return half(rank, round) + static_cast<std::size_t>(slot_index) * slotBytes();
+}
+
+void ShmStaged::begin(const char* collective, std::size_t bytes, std::size_t half_bytes_wanted) {
+  ++call_;
+  collective_ = collective;
+  bytes_ = bytes;
+  reserve(half_bytes_wanted);
+}
+
+void ShmStaged::reserve(std::size_t half_bytes_wanted) {
+  if (half_bytes_wanted <= halfBytes() || per_rank_ >= max_per_rank_) return;
+  // Every rank computes the same size from the same history, so all grow together.
+  const std::size_t wanted =
+      std::min(max_per_rank_, 2 * std::bit_ceil(roundUp(half_bytes_wanted, kPage)));
+  try {
+    // Every rank enters this collective only after its earlier calls, reads included,
+    // are over: nobody still reads the old area when it goes.
+    area_ = mapNodeSegment(node_comm_, static_cast<std::size_t>(size_) * wanted, timeout_seconds_,
+                           "staging area");
+    if (rank_ == 0) {
+      BLINK_LOG(Info, "direct path: staging area grown from "
+                          << per_rank_ << " to " << wanted << " bytes per rank for a "
+                          << collective_ << " of " << bytes_ << " bytes");
+    }
+    per_rank_ = wanted;
+  } catch (const Error& e) {
+    // Every rank failed together (mapNodeSegment agrees); the old area still works,
+    // only in more rounds.
+    if (e.status() == blinkTimeout) throw;
+    grow_failure_ = e.what();
+    max_per_rank_ = per_rank_;
+    if (rank_ == 0) {
+      BLINK_LOG(Warn, "direct path: the staging area stays at " << per_rank_ << " bytes per rank ("
+                                                                << e.what() << ")");
+    }
+  }
+}
+
+void ShmStaged::publish(std::uint64_t Control::*field) {
+  std::atomic_ref(control(rank_).*field).store(round_, std::memory_order_release);
+}
+
+void ShmStaged::await(int rank, std::uint64_t Control::*field, std::uint64_t round,
+                      const char* what_for) {
+  auto counter = std::atomic_ref(control(rank).*field);
+  if (counter.load(std::memory_order_acquire) >= round) return;
+  runtime::Backoff backoff(timeout_seconds_);
+  while (counter.load(std::memory_order_acquire) < round) {
+    if (!backoff.idle()) timedOut(rank, what_for, backoff.secondsSinceProgress());
+  }
+}
+
+void ShmStaged::startWriting() {
+  ++round_;
+  // A peer that has published `filled` for the round before has finished reading
+  // every round before that, so the half this rank did not write last is free.
+  for (int step = 1; step < size_; ++step) {
+    await((rank_ + step) % size_, &Control::filled, round_ - 1,
+          "to finish reading this rank's staging area");
+  }
+  // The half written last is still in cache; it is free too if every peer is done
+  // with the round before. Nobody waits for that: a late peer costs a cold half.
+  bool reuse = true;
+  for (int step = 1; step < size_ && reuse; ++step) {
+    reuse = std::atomic_ref(control((rank_ + step) % size_).done).load(std::memory_order_acquire) >=
+            round_ - 1;
+  }
+  if (!reuse) last_half_ = 1 - last_half_;
+  std::atomic_ref(control(rank_).half_of[round_ % 2]).store(last_half_, std::memory_order_relaxed);
+}
+
+void ShmStaged::startReading() {
+  ++round_;
+  publish(&Control::filled);  // this rank has finished every earlier round
+}
+
+void ShmStaged::timedOut(int rank, const char* what_for, double seconds) const {
+  runtime::throwPeerTimeout(collective_, bytes_, "direct path, staging area", call_, rank_, rank,
+                            what_for, seconds);
+}
+
+void ShmStaged::reduceShare(const std::byte* mine, std::byte* out, std::byte* result, std::size_t n,
+                            const runtime::Combine& combine) {
+  for (std::size_t at = 0; at < n; at += kPieceBytes) {
+    const std::size_t piece = std::min(kPieceBytes, n - at);
+    std::byte* to = out + at;
+    if (to != mine + at) std::memcpy(to, mine + at, piece);
+    // Peers in turn from the next rank on: one rank combines each element, always
+    // in the same order, so every rank gets the same bits.
+    for (int step = 1; step < size_; ++step) {
+      combine(to, slot((rank_ + step) % size_, round_, rank_) + at, piece);
+    }
+    if (result != nullptr) std::memcpy(result + at, to, piece);
+  }
+}
+
+void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                          std::size_t element_bytes, const runtime::Combine& combine) {
+  const auto ranks = static_cast<std::size_t>(size_);
+  const std::size_t elements = bytes / element_bytes;
+  const std::size_t share_bytes = (elements + ranks - 1) / ranks * element_bytes;
+  begin("AllReduce", bytes, ranks * roundUp(share_bytes, kLine));
+  const std::size_t slot_elements = slotBytes() / element_bytes;
+  for (std::size_t first = 0; first < elements;) {
+    const std::size_t count = std::min(slot_elements * ranks, elements - first);
+    const std::size_t share = (count + ranks - 1) / ranks;
+    // Rank r's share of this round: its byte offset in the buffers, and its length.
+    auto range = [&](int r, std::size_t& offset, std::size_t& length) {
+      const std::size_t from = std::min(count, share * static_cast<std::size_t>(r));
+      const std::size_t to = std::min(count, from + share);
+      offset = (first + from) * element_bytes;
+      length = (to - from) * element_bytes;
+    };
+    std::size_t offset = 0, length = 0;
+    startWriting();
+    for (int step = 1; step < size_; ++step) {
+      const int owner = (rank_ + step) % size_;
+      range(owner, offset, length);
+      std::memcpy(slot(rank_, round_, owner), in + offset, length);
+    }
+    publish(&Control::filled);
+    for (int step = 1; step < size_; ++step) {
+      await((rank_ + step) % size_, &Control::filled, round_, "to stage its input");
+    }
+    range(rank_, offset, length);
+    reduceShare(in + offset, out + offset, slot(rank_, round_, rank_), length, combine);
+    publish(&Control::reduced);
+    // In place, each owner's share of `out` was staged above and is needed no more.
+    for (int step = 1; step < size_; ++step) {
+      const int owner = (rank_ + step) % size_;
+      range(owner, offset, length);
+      await(owner, &Control::reduced, round_, "to finish its share");
+      std::memcpy(out + offset, slot(owner, round_, owner), length);
+    }
+    publish(&Control::done);
+    first += count;
+  }
+}
+
+void ShmStaged::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                              const runtime::Combine& combine) {
+  const auto ranks = static_cast<std::size_t>(size_);
+  begin("ReduceScatter", ranks * block_bytes, ranks * roundUp(block_bytes, kLine));
+  // slotBytes() is a whole number of cache lines, so of elements too.
+  for (std::size_t offset = 0; offset < block_bytes;) {
+    const std::size_t length = std::min(slotBytes(), block_bytes - offset);
+    startWriting();
+    for (int step = 1; step < size_; ++step) {
+      const int owner = (rank_ + step) % size_;
+      std::memcpy(slot(rank_, round_, owner),
+                  in + static_cast<std::size_t>(owner) * block_bytes + offset, length);
+    }
+    publish(&Control::filled);
+    for (int step = 1; step < size_; ++step) {
+      await((rank_ + step) % size_, &Control::filled, round_, "to stage its input");
+    }
+    // A result at the start of the input overwrites only block 0's part of this
+    // round, which is staged already (or is this rank's own block, in place).
+    reduceShare(in + static_cast<std::size_t>(rank_) * block_bytes + offset, out + offset, nullptr,
+                length, combine);
+    publish(&Control::done);
+    offset += length;
+  }
+}
+
+void ShmStaged::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
+  const auto ranks = static_cast<std::size_t>(size_);
+  begin("AllGather", ranks * block_bytes, roundUp(block_bytes, kLine));
+  std::byte* own = out + static_cast<std::size_t>(rank_) * block_bytes;
+  if (own != in) std::memcpy(own, in, block_bytes);
+  for (std::size_t offset = 0; offset < block_bytes;) {
+    const std::size_t length = std::min(halfBytes(), block_bytes - offset);
+    startWriting();
+    std::memcpy(half(rank_, round_), own + offset, length);
+    publish(&Control::filled);
+    for (int step = 1; step < size_; ++step) {
+      const int peer = (rank_ + step) % size_;
+      await(peer, &Control::filled, round_, "to stage its block");
+      std::memcpy(out + static_cast<std::size_t>(peer) * block_bytes + offset, half(peer, round_),
+                  length);
+    }
+    publish(&Control::done);
+    offset += length;
+  }
+}
+
+void ShmStaged::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
+  begin("Broadcast", bytes, roundUp(bytes, kLine));
+  for (std::size_t offset = 0; offset < bytes;) {
+    const std::size_t length = std::min(halfBytes(), bytes - offset);
+    if (rank_ == root) {
+      startWriting();
+      std::memcpy(half(rank_, round_), in + offset, length);
+      publish(&Control::filled);
+      publish(&Control::done);  // the root reads nobody's half
+      // The root's own copy runs while the peers read.
+      if (out != in) std::memcpy(out + offset, in + offset, length);
+    } else {
+      // Nothing to write, but `filled` tells the root this rank is done with
+      // earlier rounds.
+      startReading();
+      await(root, &Control::filled, round_, "to stage its data");
+      std::memcpy(out + offset, half(root, round_), length);
+      publish(&Control::done);
+    }
+    offset += length;
+  }
+}
+
+}  // namespace blink::transport

@@ -1,0 +1,117 @@
+// The direct path through a staging area (node_collectives.hpp): every rank copies
+// what its peers need into its own part of a shared segment, and they read it from
+// there with plain loads. No system call moves data and no peer ever touches a
+// caller's buffer, so a call returns as soon as this rank has its result.
+//
+// An AllReduce is a reduce-scatter and an all-gather through the area. In each
+// round rank r copies the others' segments of its input into its slots, and
+// publishes `filled`. Then it reduces its own segment: its input, combined with
+// slot r of every peer in a fixed order, goes into its output and into its own
+// slot r, and it publishes `reduced`. Last, it copies every owner's slot into its
+// output. That is two synchronisations per round and two plain copies per byte,
+// against a plan's copy into and out of a slot at every step.
+//
+// Each rank's part has two halves. A round reuses the half of the round before
+// (still in cache) when every peer has published `done` for that round, and takes
+// the other half otherwise; the control line says which half each round used.
+// Before writing either, a rank waits until every peer has published `filled` for
+// the round before, which a peer does only once it has finished every read of
+// earlier rounds: so the other half's last readers are done with it. Among ranks
+// that all read each other that wait is already over when it is made; only a
+// Broadcast's root really waits, and nobody waits for `done`.
+//
+// A call larger than half the area goes in rounds. The area grows, on every rank at
+// once, to fit one call in one round (a power of two, up to the configured maximum
+// per rank); if it cannot grow, calls keep the area they have.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "transport/shm/node_collectives.hpp"
+#include "transport/shm/shm_segment.hpp"
+
+namespace blink::transport {
+
+class ShmStaged final : public NodeCollectives {
+ public:
+  // Collective over `node_comm` (not owned; ranks below are its ranks). The area
+  // starts small and grows up to `max_bytes_per_rank` (both halves). Throws
+  // blink::Error on every rank together when any rank cannot set it up, or when
+  // `max_bytes_per_rank` is too small for the node's ranks.
+  ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double timeout_seconds);
+
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
+                 const runtime::Combine& combine) override;
+  void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                     const runtime::Combine& combine) override;
+  void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;
+  void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) override;
+  std::string describe() const override;
+  // Rounds read each block of the input before the round writes its result.
+  bool reduceScatterIntoInputStart() const override { return true; }
+
+  // The area per rank now (both halves), for tests and explain.
+  std::size_t bytesPerRank() const { return per_rank_; }
+
+  // Smallest area per rank that works for `ranks` ranks (each slot of a half at
+  // least a page).
+  static std::size_t minimumBytesPerRank(int ranks);
+
+ private:
+  struct alignas(64) Control {
+    std::uint64_t filled;      // round whose data this rank has written; earlier reads done
+    std::uint64_t half_of[2];  // the half round r used, at r % 2, valid once `filled` >= r
+    char pad0[40];
+    std::uint64_t reduced;  // AllReduce: round whose result slot this rank has written
+    char pad1[56];
+    std::uint64_t done;  // round whose reads of the peers' halves this rank has finished
+    char pad2[56];
+  };
+  static_assert(sizeof(Control) == 192);
+
+  Control& control(int rank) const;
+  // The half of `rank`'s area that round `round` uses.
+  std::byte* half(int rank, std::uint64_t round) const;
+  std::size_t halfBytes() const { return per_rank_ / 2; }
+  // Slot `slot` of `rank`'s half for `round`, a slot being 1 / size() of a half.
+  std::byte* slot(int rank, std::uint64_t round, int slot) const;
+  std::size_t slotBytes() const;
+
+  void begin(const char* collective, std::size_t bytes, std::size_t half_bytes_wanted);
+  // Grows the area (collectively) towards `half_bytes_wanted` per half.
+  void reserve(std::size_t half_bytes_wanted);
+  // Starts the next round as a writer: picks this rank's half for it and waits
+  // until that half is free.
+  void startWriting();
+  // Starts the next round as a rank that only reads.
+  void startReading();
+  void publish(std::uint64_t Control::*field);
+  // Waits until `rank`'s counter `field` reaches `round`.
+  void await(int rank, std::uint64_t Control::*field, std::uint64_t round, const char* what_for);
+  [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
+  // out[0, n) = mine[0, n) combined with slot `rank_` of every peer's half for
+  // this round, in pieces that stay in cache; `result`, when not null, gets a copy.
+  void reduceShare(const std::byte* mine, std::byte* out, std::byte* result, std::size_t n,
+                   const runtime::Combine& combine);
+
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  double timeout_seconds_ = 300.0;
+  std::size_t max_per_rank_ = 0;
+  std::size_t per_rank_ = 0;     // both halves
+  ShmSegment controls_;          // one Control per rank; counters never restart
+  ShmSegment area_;              // size_ parts of per_rank_ bytes, remade as it grows
+  std::uint64_t round_ = 0;      // the round in progress (rounds count from 1)
+  std::uint64_t call_ = 0;       // the call in progress, for messages
+  std::uint64_t last_half_ = 0;  // the half this rank wrote last
+  std::string grow_failure_;     // why the area stopped growing, if it did
+  const char* collective_ = "";
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace blink::transport
