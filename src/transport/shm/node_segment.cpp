@@ -11,17 +11,17 @@ namespace {
 
 constexpr std::size_t kNameBytes = 64;
 
-void checkMpi(int rc, const std::string& what, const char* call) {
+}  // namespace
+
+void checkSetUpCall(int rc, const std::string& what, const char* call) {
   if (rc != MPI_SUCCESS) throw Error(blinkSystemError, what + " set-up: " + call + " failed");
 }
-
-}  // namespace
 
 ShmSegment mapNodeSegment(MPI_Comm node_comm, std::size_t bytes, double timeout_seconds,
                           const std::string& what) {
   int rank = 0, size = 0;
-  checkMpi(PMPI_Comm_rank(node_comm, &rank), what, "MPI_Comm_rank");
-  checkMpi(PMPI_Comm_size(node_comm, &size), what, "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank), what, "MPI_Comm_rank");
+  checkSetUpCall(PMPI_Comm_size(node_comm, &size), what, "MPI_Comm_size");
   ShmSegment segment;
   std::string failure;
   char name[kNameBytes] = {};

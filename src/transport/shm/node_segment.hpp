@@ -13,6 +13,10 @@
 
 namespace blink::transport {
 
+// Throws blink::Error(blinkSystemError) "<what> set-up: <call> failed" unless `rc` is
+// MPI_SUCCESS: how the node's shared structures report a failed MPI call.
+void checkSetUpCall(int rc, const std::string& what, const char* call);
+
 // Collective over `node_comm`. `what` names the structure in error messages. Throws
 // blink::Error on every rank together when any rank cannot create or map it.
 ShmSegment mapNodeSegment(MPI_Comm node_comm, std::size_t bytes, double timeout_seconds,

@@ -21,12 +21,6 @@ constexpr std::uint64_t kMagic = 0x424c494e4b444952ULL;  // "BLINKDIR"
 // A peer's piece and the output it is combined into stay in L2 together.
 constexpr std::size_t kPieceBytes = 256 * 1024;
 
-void checkMpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    throw Error(blinkSystemError, std::string("direct path set-up: ") + what + " failed");
-  }
-}
-
 std::uint64_t addressOf(const std::byte* p) {
   return reinterpret_cast<std::uint64_t>(p);
 }
@@ -35,8 +29,8 @@ std::uint64_t addressOf(const std::byte* p) {
 
 ShmDirect::ShmDirect(MPI_Comm node_comm, double timeout_seconds)
     : timeout_seconds_(timeout_seconds), probe_word_(kMagic) {
-  checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
-  checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "direct path", "MPI_Comm_rank");
+  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "direct path", "MPI_Comm_size");
   segment_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
                             timeout_seconds_, "direct path");
 

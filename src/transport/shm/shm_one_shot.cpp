@@ -17,18 +17,12 @@ std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
 }
 
-void checkMpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    throw Error(blinkSystemError, std::string("one-shot board set-up: ") + what + " failed");
-  }
-}
-
 }  // namespace
 
 ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_seconds)
     : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
-  checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
-  checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
+  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
   const std::size_t bytes =
       static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * capacity_);
   segment_ = mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");

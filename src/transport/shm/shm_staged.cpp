@@ -26,12 +26,6 @@ std::size_t roundUp(std::size_t value, std::size_t unit) {
   return (value + unit - 1) / unit * unit;
 }
 
-void checkMpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    throw Error(blinkSystemError, std::string("staging area set-up: ") + what + " failed");
-  }
-}
-
 }  // namespace
 
 std::size_t ShmStaged::minimumBytesPerRank(int ranks) {
@@ -40,8 +34,8 @@ std::size_t ShmStaged::minimumBytesPerRank(int ranks) {
 
 ShmStaged::ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double timeout_seconds)
     : node_comm_(node_comm), timeout_seconds_(timeout_seconds) {
-  checkMpi(PMPI_Comm_rank(node_comm, &rank_), "MPI_Comm_rank");
-  checkMpi(PMPI_Comm_size(node_comm, &size_), "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "staging area", "MPI_Comm_rank");
+  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "staging area", "MPI_Comm_size");
   const std::size_t minimum = minimumBytesPerRank(size_);
   if (max_bytes_per_rank < minimum) {
     // Every rank sees the same agreed setting, so every rank throws here.

@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "runtime/mpi_wait.hpp"
 #include "transport/shm/cross_memory.hpp"
+#include "transport/shm/node_segment.hpp"
 
 namespace blink::transport {
 namespace {
@@ -47,12 +48,6 @@ static_assert(sizeof(FifoControl) == 128);
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
-}
-
-void checkMpi(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    throw Error(blinkSystemError, std::string("shared-memory set-up: ") + what + " failed");
-  }
 }
 
 class Fifo {
@@ -231,7 +226,7 @@ ShmTransport::ShmTransport(MPI_Comm node_comm, std::vector<int> node_rank_of, in
 
 void ShmTransport::probeSingleCopy() {
   int node_size = 0;
-  checkMpi(PMPI_Comm_size(node_comm_, &node_size), "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "shared-memory", "MPI_Comm_size");
   // Every rank of the node learns every other's pid and probe address, then tries
   // to read each; the path is used only if every rank wants it and every read works.
   const std::uint64_t mine[2] = {static_cast<std::uint64_t>(getpid()),
@@ -240,7 +235,7 @@ void ShmTransport::probeSingleCopy() {
   runtime::allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm_, options_.timeout_seconds,
                            "shared memory: exchanging process ids");
   int node_rank = 0;
-  checkMpi(PMPI_Comm_rank(node_comm_, &node_rank), "MPI_Comm_rank");
+  checkSetUpCall(PMPI_Comm_rank(node_comm_, &node_rank), "shared-memory", "MPI_Comm_rank");
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const bool wanted = options_.single_copy == SingleCopyMode::On ||
                       (options_.single_copy == SingleCopyMode::Automatic && cpus >= node_size);
@@ -298,7 +293,7 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
     probed_ = true;
   }
   int node_size = 0;
-  checkMpi(PMPI_Comm_size(node_comm_, &node_size), "MPI_Comm_size");
+  checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "shared-memory", "MPI_Comm_size");
 
   // 1. Each receiver with new streams creates one segment for them.
   char my_name[kNameBytes] = {};
