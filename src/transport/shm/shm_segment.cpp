@@ -58,6 +58,14 @@ ShmSegment ShmSegment::create(std::size_t bytes) {
     errno = saved;
     fail("ftruncate of " + std::to_string(bytes) + " bytes");
   }
+  // Reserve the pages now: where /dev/shm is too small (64 MiB in a default Docker
+  // container) mapping still succeeds, and the first touch of a missing page would
+  // kill the process with SIGBUS inside a collective.
+  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    close(fd);
+    errno = rc;
+    fail("reserving " + std::to_string(bytes) + " bytes in /dev/shm");
+  }
   void* base = mapWhole(fd, bytes);
   const int saved = errno;
   close(fd);
