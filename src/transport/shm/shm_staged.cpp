@@ -161,7 +161,7 @@ void ShmStaged::reduceShare(const std::byte* mine, std::byte* out, std::byte* re
     for (int step = 1; step < size_; ++step) {
       combine(to, slot((rank_ + step) % size_, round_, rank_) + at, piece);
     }
-    if (result != nullptr) streamingCopy(result + at, to, piece);
+    if (result != nullptr) writer_.copy(result + at, to, piece);
   }
 }
 
@@ -187,7 +187,7 @@ void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes
     for (int step = 1; step < size_; ++step) {
       const int owner = (rank_ + step) % size_;
       range(owner, offset, length);
-      streamingCopy(slot(rank_, round_, owner), in + offset, length);
+      writer_.copy(slot(rank_, round_, owner), in + offset, length);
     }
     publish(&Control::filled);
     for (int step = 1; step < size_; ++step) {
@@ -217,8 +217,8 @@ void ShmStaged::reduceScatter(const std::byte* in, std::byte* out, std::size_t b
     startWriting();
     for (int step = 1; step < size_; ++step) {
       const int owner = (rank_ + step) % size_;
-      streamingCopy(slot(rank_, round_, owner),
-                    in + static_cast<std::size_t>(owner) * block_bytes + offset, length);
+      writer_.copy(slot(rank_, round_, owner),
+                   in + static_cast<std::size_t>(owner) * block_bytes + offset, length);
     }
     publish(&Control::filled);
     for (int step = 1; step < size_; ++step) {
@@ -240,7 +240,7 @@ void ShmStaged::allGather(const std::byte* in, std::byte* out, std::size_t block
   for (std::size_t offset = 0; offset < block_bytes;) {
     const std::size_t length = std::min(halfBytes(), block_bytes - offset);
     startWriting();
-    streamingCopy(half(rank_, round_), own + offset, length);
+    writer_.copy(half(rank_, round_), own + offset, length);
     publish(&Control::filled);
     for (int step = 1; step < size_; ++step) {
       const int peer = (rank_ + step) % size_;
@@ -258,7 +258,7 @@ void ShmStaged::broadcast(const std::byte* in, std::byte* out, std::size_t bytes
     const std::size_t length = std::min(halfBytes(), bytes - offset);
     if (rank_ == root) {
       startWriting();
-      streamingCopy(half(rank_, round_), in + offset, length);
+      writer_.copy(half(rank_, round_), in + offset, length);
       publish(&Control::filled);
       // The root's own copy runs while the peers read.
       if (out != in) std::memcpy(out + offset, in + offset, length);

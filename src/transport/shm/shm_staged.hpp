@@ -10,8 +10,8 @@
 // slot r, and it publishes `reduced`. Last, it copies every owner's slot into its
 // output. That is two synchronisations per round and two plain copies per byte,
 // against a plan's copy into and out of a slot at every step. Writes into the area
-// stream past the cache (streaming_copy.hpp): the peer that reads them next may still
-// hold the lines from the last round.
+// go through a StagingWriter (streaming_copy.hpp), which leaves the cache when the
+// peers' hold on the lines from the last round makes cached stores crawl.
 //
 // Each rank's part has two halves, used by rounds in turn. Before a rank writes a
 // half, every peer must have published `filled` for the round before: a peer
@@ -32,6 +32,7 @@
 
 #include "transport/shm/node_collectives.hpp"
 #include "transport/shm/shm_segment.hpp"
+#include "transport/shm/streaming_copy.hpp"
 
 namespace blink::transport {
 
@@ -104,6 +105,7 @@ class ShmStaged final : public NodeCollectives {
   std::uint64_t round_ = 0;   // the round in progress (rounds count from 1)
   std::uint64_t call_ = 0;    // the call in progress, for messages
   std::string grow_failure_;  // why the area stopped growing, if it did
+  StagingWriter writer_;
   const char* collective_ = "";
   std::size_t bytes_ = 0;
 };

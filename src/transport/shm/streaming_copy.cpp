@@ -1,5 +1,8 @@
 #include "transport/shm/streaming_copy.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
@@ -39,6 +42,43 @@ void streamingCopy(std::byte* to, const std::byte* from, std::size_t bytes) {
 #else
   std::memcpy(to, from, bytes);
 #endif
+}
+
+void StagingWriter::copy(std::byte* to, const std::byte* from, std::size_t bytes) {
+  if (bytes < kTimedBytes) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  if (streaming_left_ > 0) {
+    // The last streaming copy hands over to a cached one that decides alone.
+    probing_ = --streaming_left_ == 0;
+    streamingCopy(to, from, bytes);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::memcpy(to, from, bytes);
+  recordCached(bytes,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+void StagingWriter::recordCached(std::size_t bytes, double seconds) {
+  if (bytes < kTimedBytes) return;
+  // Rates differ by size (a copy that fits in L2 outruns one that goes to memory),
+  // so each power of two compares with its own best.
+  double& best = best_rate_[static_cast<std::size_t>(std::bit_width(bytes) - 1)];
+  const double rate = static_cast<double>(bytes) / std::max(seconds, 1e-9);
+  if (rate > best) best = rate;
+  if (rate * kSlowFactor >= best) {
+    slow_in_a_row_ = 0;
+    probing_ = false;
+    return;
+  }
+  // A preempted copy is slow once; lines held elsewhere make every copy slow.
+  if (probing_ || ++slow_in_a_row_ >= kSlowCopiesInARow) {
+    streaming_left_ = kStreamingCopies;
+    slow_in_a_row_ = 0;
+    probing_ = false;
+  }
 }
 
 }  // namespace blink::transport
