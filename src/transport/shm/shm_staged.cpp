@@ -10,7 +10,6 @@
 #include "common/log.hpp"
 #include "runtime/backoff.hpp"
 #include "transport/shm/node_segment.hpp"
-#include "transport/shm/streaming_copy.hpp"
 
 namespace blink::transport {
 namespace {
@@ -69,7 +68,10 @@ ShmStaged::Control& ShmStaged::control(int rank) const {
 }
 
 std::byte* ShmStaged::half(int rank, std::uint64_t round) const {
-  return area_.data() + static_cast<std::size_t>(rank) * per_rank_ + (round % 2) * halfBytes();
+  // Written before `filled` reached `round` (release), read after it did (acquire).
+  const std::uint64_t which =
+      std::atomic_ref(control(rank).half_of[round % 2]).load(std::memory_order_relaxed);
+  return area_.data() + static_cast<std::size_t>(rank) * per_rank_ + which * halfBytes();
 }
 
 std::size_t ShmStaged::slotBytes() const {
@@ -132,12 +134,21 @@ void ShmStaged::await(int rank, std::uint64_t Control::*field, std::uint64_t rou
 
 void ShmStaged::startWriting() {
   ++round_;
-  // This round's half was last used two rounds ago; a peer that has published
-  // `filled` for the round in between has finished reading it.
+  // A peer that has published `filled` for the round before has finished reading
+  // every round before that, so the half this rank did not write last is free.
   for (int step = 1; step < size_; ++step) {
     await((rank_ + step) % size_, &Control::filled, round_ - 1,
           "to finish reading this rank's staging area");
   }
+  // The half written last is still in cache; it is free too if every peer is done
+  // with the round before. Nobody waits for that: a late peer costs a cold half.
+  bool reuse = true;
+  for (int step = 1; step < size_ && reuse; ++step) {
+    reuse = std::atomic_ref(control((rank_ + step) % size_).done).load(std::memory_order_acquire) >=
+            round_ - 1;
+  }
+  if (!reuse) last_half_ = 1 - last_half_;
+  std::atomic_ref(control(rank_).half_of[round_ % 2]).store(last_half_, std::memory_order_relaxed);
 }
 
 void ShmStaged::startReading() {
@@ -203,6 +214,7 @@ void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes
       await(owner, &Control::reduced, round_, "to finish its share");
       std::memcpy(out + offset, slot(owner, round_, owner), length);
     }
+    publish(&Control::done);
     first += count;
   }
 }
@@ -228,6 +240,7 @@ void ShmStaged::reduceScatter(const std::byte* in, std::byte* out, std::size_t b
     // round, which is staged already (or is this rank's own block, in place).
     reduceShare(in + static_cast<std::size_t>(rank_) * block_bytes + offset, out + offset, nullptr,
                 length, combine);
+    publish(&Control::done);
     offset += length;
   }
 }
@@ -248,6 +261,7 @@ void ShmStaged::allGather(const std::byte* in, std::byte* out, std::size_t block
       std::memcpy(out + static_cast<std::size_t>(peer) * block_bytes + offset, half(peer, round_),
                   length);
     }
+    publish(&Control::done);
     offset += length;
   }
 }
@@ -260,6 +274,7 @@ void ShmStaged::broadcast(const std::byte* in, std::byte* out, std::size_t bytes
       startWriting();
       writer_.copy(half(rank_, round_), in + offset, length);
       publish(&Control::filled);
+      publish(&Control::done);  // the root reads nobody's half
       // The root's own copy runs while the peers read.
       if (out != in) std::memcpy(out + offset, in + offset, length);
     } else {
@@ -268,6 +283,7 @@ void ShmStaged::broadcast(const std::byte* in, std::byte* out, std::size_t bytes
       startReading();
       await(root, &Control::filled, round_, "to stage its data");
       std::memcpy(out + offset, half(root, round_), length);
+      publish(&Control::done);
     }
     offset += length;
   }

@@ -13,11 +13,14 @@
 // go through a StagingWriter (streaming_copy.hpp), which leaves the cache when the
 // peers' hold on the lines from the last round makes cached stores crawl.
 //
-// Each rank's part has two halves, used by rounds in turn. Before a rank writes a
-// half, every peer must have published `filled` for the round before: a peer
-// publishes `filled` only once it has finished every read of earlier rounds, so
-// the half's last readers are done with it. Among ranks that all read each other
-// that wait is already over when it is made; only a Broadcast's root really waits.
+// Each rank's part has two halves. A round reuses the half of the round before
+// (still in cache) when every peer has published `done` for that round, and takes
+// the other half otherwise; the control line says which half each round used.
+// Before writing either, a rank waits until every peer has published `filled` for
+// the round before, which a peer does only once it has finished every read of
+// earlier rounds: so the other half's last readers are done with it. Among ranks
+// that all read each other that wait is already over when it is made; only a
+// Broadcast's root really waits, and nobody waits for `done`.
 //
 // A call larger than half the area goes in rounds. The area grows, on every rank at
 // once, to fit one call in one round (a power of two, up to the configured maximum
@@ -63,12 +66,15 @@ class ShmStaged final : public NodeCollectives {
 
  private:
   struct alignas(64) Control {
-    std::uint64_t filled;  // round whose data this rank has written; earlier reads done
-    char pad0[56];
+    std::uint64_t filled;      // round whose data this rank has written; earlier reads done
+    std::uint64_t half_of[2];  // the half round r used, at r % 2, valid once `filled` >= r
+    char pad0[40];
     std::uint64_t reduced;  // AllReduce: round whose result slot this rank has written
     char pad1[56];
+    std::uint64_t done;  // round whose reads of the peers' halves this rank has finished
+    char pad2[56];
   };
-  static_assert(sizeof(Control) == 128);
+  static_assert(sizeof(Control) == 192);
 
   Control& control(int rank) const;
   // The half of `rank`'s area that round `round` uses.
@@ -81,7 +87,8 @@ class ShmStaged final : public NodeCollectives {
   void begin(const char* collective, std::size_t bytes, std::size_t half_bytes_wanted);
   // Grows the area (collectively) towards `half_bytes_wanted` per half.
   void reserve(std::size_t half_bytes_wanted);
-  // Starts the next round as a writer: waits until this rank's half for it is free.
+  // Starts the next round as a writer: picks this rank's half for it and waits
+  // until that half is free.
   void startWriting();
   // Starts the next round as a rank that only reads.
   void startReading();
@@ -99,12 +106,13 @@ class ShmStaged final : public NodeCollectives {
   int size_ = 0;
   double timeout_seconds_ = 300.0;
   std::size_t max_per_rank_ = 0;
-  std::size_t per_rank_ = 0;  // both halves
-  ShmSegment controls_;       // one Control per rank; counters never restart
-  ShmSegment area_;           // size_ parts of per_rank_ bytes, remade as it grows
-  std::uint64_t round_ = 0;   // the round in progress (rounds count from 1)
-  std::uint64_t call_ = 0;    // the call in progress, for messages
-  std::string grow_failure_;  // why the area stopped growing, if it did
+  std::size_t per_rank_ = 0;     // both halves
+  ShmSegment controls_;          // one Control per rank; counters never restart
+  ShmSegment area_;              // size_ parts of per_rank_ bytes, remade as it grows
+  std::uint64_t round_ = 0;      // the round in progress (rounds count from 1)
+  std::uint64_t call_ = 0;       // the call in progress, for messages
+  std::uint64_t last_half_ = 0;  // the half this rank wrote last
+  std::string grow_failure_;     // why the area stopped growing, if it did
   StagingWriter writer_;
   const char* collective_ = "";
   std::size_t bytes_ = 0;
