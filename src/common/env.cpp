@@ -92,7 +92,7 @@ const std::vector<Variable>& registry() {
        "one-shot shared-memory path: every rank posts its input on a shared board and reads "
        "the others' (one synchronisation instead of a tree's one per level). 0: always plans."},
       {"BLINK_SHM_DIRECT_MIN_BYTES", Kind::Integer, "0..1099511627776", "32768",
-       "AllReduce, ReduceScatter, AllGather and Broadcast of at least this many bytes on a "
+       "AllReduce, Reduce, ReduceScatter, AllGather and Broadcast of at least this many bytes on a "
        "communicator within one node (and too large for the one-shot board) take the direct "
        "path instead of a plan: a reduce-scatter "
        "and an all-gather (or one copy out, for Broadcast) through a staging area in shared "
@@ -109,7 +109,7 @@ const std::vector<Variable>& registry() {
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},
       {"BLINK_MPI_MIN_BYTES", Kind::Text, "BYTES or NAME=BYTES,...",
-       "allreduce=512,bcast=4096,reduce=4096,allgather=4096,reduce_scatter_block=4096",
+       "allreduce=512,bcast=4096,reduce=1048576,allgather=4096,reduce_scatter_block=4096",
        "libblink_mpi.so only: smaller calls go to the MPI library. One number for every "
        "collective, or per collective: `allreduce`, `bcast`, `reduce`, `allgather`, "
        "`reduce_scatter_block` (bytes of one rank's buffer; unnamed ones keep their default)."},

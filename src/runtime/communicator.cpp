@@ -462,7 +462,11 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
     return;
   }
   std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : scratch(bytes);
-  if (size() > 1) {
+  if (size() > 1 && direct(bytes)) {
+    runOffPlan([&] {
+      direct_->reduce(asBytes(send), work, bytes, elementSize(type), combineFor(type, op), root);
+    });
+  } else if (size() > 1) {
     runPlan(plan::Collective::Reduce, work, send, bytes, type, op,
             job_.plan_rank_of[static_cast<std::size_t>(root)]);
   } else {
@@ -578,7 +582,7 @@ std::string Communicator::explain() const {
     out << "One-shot board: off (" << one_shot_off_ << ")\n";
   }
   if (direct_min_ > 0) {
-    out << "AllReduce, ReduceScatter, AllGather and Broadcast of " << direct_min_
+    out << "AllReduce, Reduce, ReduceScatter, AllGather and Broadcast of " << direct_min_
         << " bytes or more: the direct path (BLINK_SHM_DIRECT_MIN_BYTES): "
         << (direct_ ? direct_->describe()
                     : std::string(staging_max_ > 0 ? "through a staging area in shared memory"

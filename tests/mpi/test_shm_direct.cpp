@@ -116,6 +116,23 @@ void checkEveryCollective(blink::runtime::Communicator& comm, blinkDataType_t ty
       }
       ASSERT_EQ(out, want) << "AllReduce";
     }
+    {  // Reduce: the root gets the result; the others' receive buffer is not touched
+      std::vector<T> in = data<T>(rank, call, count), out(count, T(99)), want(count);
+      PMPI_Reduce(in.data(), want.data(), static_cast<int>(count), mpi_type, mpi_op, root,
+                  MPI_COMM_WORLD);
+      if (in_place && rank == root) {
+        comm.reduce(in.data(), in.data(), count, type, op, root);
+        out = in;
+      } else {
+        comm.reduce(in.data(), rank == root ? out.data() : nullptr, count, type, op, root);
+        EXPECT_EQ(in, (data<T>(rank, call, count))) << "the input changed";
+      }
+      if (rank == root) {
+        ASSERT_EQ(out, want) << "Reduce to " << root;
+      } else {
+        ASSERT_EQ(out, std::vector<T>(count, T(99))) << "Reduce, not the root";
+      }
+    }
     {  // ReduceScatter: `count` per rank
       std::vector<T> in = data<T>(rank, call, count * un), out(count, T(99)), want(count);
       PMPI_Reduce_scatter_block(in.data(), want.data(), static_cast<int>(count), mpi_type, mpi_op,

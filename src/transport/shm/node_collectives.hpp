@@ -25,6 +25,10 @@ class NodeCollectives {
   // are cut on element boundaries.
   virtual void allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
                          std::size_t element_bytes, const runtime::Combine& combine) = 0;
+  // The result lands in `out` on `root`; elsewhere `out` is working space of `bytes`
+  // (its contents afterwards are unspecified). `in` may equal `out` on the root.
+  virtual void reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                      std::size_t element_bytes, const runtime::Combine& combine, int root) = 0;
   // `in` holds size() blocks; `out` may be in + rank * block_bytes.
   virtual void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                              const runtime::Combine& combine) = 0;

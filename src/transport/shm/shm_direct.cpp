@@ -168,6 +168,11 @@ void ShmDirect::allReduce(const std::byte* in, std::byte* out, std::size_t bytes
   finish();
 }
 
+void ShmDirect::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                       std::size_t element_bytes, const runtime::Combine& combine, int /*root*/) {
+  allReduce(in, out, bytes, element_bytes, combine);
+}
+
 void ShmDirect::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                               const runtime::Combine& combine) {
   begin("ReduceScatter", static_cast<std::size_t>(size_) * block_bytes);

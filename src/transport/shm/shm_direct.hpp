@@ -40,6 +40,9 @@ class ShmDirect final : public NodeCollectives {
 
   void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
                  const runtime::Combine& combine) override;
+  // An AllReduce into `out` on every rank (the others' `out` is working space).
+  void reduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
+              const runtime::Combine& combine, int root) override;
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                      const runtime::Combine& combine) override;
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;

@@ -178,10 +178,23 @@ void ShmStaged::reduceShare(const std::byte* mine, std::byte* out, std::byte* re
 
 void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
                           std::size_t element_bytes, const runtime::Combine& combine) {
+  reduceTo(in, out, bytes, element_bytes, combine, -1);
+}
+
+void ShmStaged::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                       std::size_t element_bytes, const runtime::Combine& combine, int root) {
+  reduceTo(in, out, bytes, element_bytes, combine, root);
+}
+
+void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
+                         std::size_t element_bytes, const runtime::Combine& combine, int root) {
   const auto ranks = static_cast<std::size_t>(size_);
   const std::size_t elements = bytes / element_bytes;
   const std::size_t share_bytes = (elements + ranks - 1) / ranks * element_bytes;
-  begin("AllReduce", bytes, ranks * roundUp(share_bytes, kLine));
+  begin(root < 0 ? "AllReduce" : "Reduce", bytes, ranks * roundUp(share_bytes, kLine));
+  // Who gathers the result: every rank, or the root only. A rank that does not
+  // reduces its share straight into its result slot, for the root to read.
+  const bool gathers = root < 0 || root == rank_;
   const std::size_t slot_elements = slotBytes() / element_bytes;
   for (std::size_t first = 0; first < elements;) {
     const std::size_t count = std::min(slot_elements * ranks, elements - first);
@@ -205,10 +218,15 @@ void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes
       await((rank_ + step) % size_, &Control::filled, round_, "to stage its input");
     }
     range(rank_, offset, length);
-    reduceShare(in + offset, out + offset, slot(rank_, round_, rank_), length, combine);
+    std::byte* result = slot(rank_, round_, rank_);
+    if (!gathers) {
+      reduceShare(in + offset, result, nullptr, length, combine);
+    } else {
+      reduceShare(in + offset, out + offset, root < 0 ? result : nullptr, length, combine);
+    }
     publish(&Control::reduced);
     // In place, each owner's share of `out` was staged above and is needed no more.
-    for (int step = 1; step < size_; ++step) {
+    for (int step = 1; gathers && step < size_; ++step) {
       const int owner = (rank_ + step) % size_;
       range(owner, offset, length);
       await(owner, &Control::reduced, round_, "to finish its share");

@@ -3,7 +3,8 @@
 // there with plain loads. No system call moves data and no peer ever touches a
 // caller's buffer, so a call returns as soon as this rank has its result.
 //
-// An AllReduce is a reduce-scatter and an all-gather through the area. In each
+// An AllReduce is a reduce-scatter and an all-gather through the area (a Reduce the
+// same, with the root alone gathering). In each
 // round rank r copies the others' segments of its input into its slots, and
 // publishes `filled`. Then it reduces its own segment: its input, combined with
 // slot r of every peer in a fixed order, goes into its output and into its own
@@ -49,6 +50,8 @@ class ShmStaged final : public NodeCollectives {
 
   void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
                  const runtime::Combine& combine) override;
+  void reduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
+              const runtime::Combine& combine, int root) override;
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                      const runtime::Combine& combine) override;
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;
@@ -84,6 +87,10 @@ class ShmStaged final : public NodeCollectives {
   std::byte* slot(int rank, std::uint64_t round, int slot) const;
   std::size_t slotBytes() const;
 
+  // AllReduce (root < 0) or Reduce to `root`: the same rounds, but only the ranks
+  // that get the result copy the owners' shares out.
+  void reduceTo(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
+                const runtime::Combine& combine, int root);
   void begin(const char* collective, std::size_t bytes, std::size_t half_bytes_wanted);
   // Grows the area (collectively) towards `half_bytes_wanted` per half.
   void reserve(std::size_t half_bytes_wanted);
