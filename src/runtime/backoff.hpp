@@ -4,6 +4,7 @@
 // from the last progress, after which the caller reports who it was waiting for.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,20 @@ class Backoff {
   Clock::time_point last_progress_;
   unsigned idle_rounds_ = 0;
 };
+
+// Waits with the Backoff policy until `counter`, a word in shared memory that a peer
+// raises with release stores, reaches `target` (acquire); after `timeout_seconds`
+// without that, calls `timed_out(seconds waited)`, which must throw.
+template <typename TimedOut>
+void awaitCounter(std::uint64_t& counter, std::uint64_t target, double timeout_seconds,
+                  TimedOut&& timed_out) {
+  auto word = std::atomic_ref(counter);
+  if (word.load(std::memory_order_acquire) >= target) return;
+  Backoff backoff(timeout_seconds);
+  while (word.load(std::memory_order_acquire) < target) {
+    if (!backoff.idle()) timed_out(backoff.secondsSinceProgress());
+  }
+}
 
 // The blinkTimeout of a wait on a peer in a shared-memory call: `call` of
 // `collective` (`bytes`) on `path`, where `rank` waited `seconds` for `peer` and

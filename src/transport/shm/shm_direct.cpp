@@ -87,12 +87,8 @@ void ShmDirect::publish(std::uint64_t Control::*field) {
 }
 
 void ShmDirect::awaitCounter(int rank, std::uint64_t Control::*field, const char* what_for) {
-  auto counter = std::atomic_ref(control(rank).*field);
-  if (counter.load(std::memory_order_acquire) >= call_) return;
-  runtime::Backoff backoff(timeout_seconds_);
-  while (counter.load(std::memory_order_acquire) < call_) {
-    if (!backoff.idle()) timedOut(rank, what_for, backoff.secondsSinceProgress());
-  }
+  runtime::awaitCounter(control(rank).*field, call_, timeout_seconds_,
+                        [&](double seconds) { timedOut(rank, what_for, seconds); });
 }
 
 std::uint64_t ShmDirect::peerAddress(int rank, std::uint64_t Control::*field) const {

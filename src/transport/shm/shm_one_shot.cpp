@@ -68,13 +68,8 @@ void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
 }
 
 const std::byte* ShmOneShot::await(int rank) {
-  auto posted = std::atomic_ref(control(rank).posted);
-  if (posted.load(std::memory_order_acquire) < call_) {
-    runtime::Backoff backoff(timeout_seconds_);
-    while (posted.load(std::memory_order_acquire) < call_) {
-      if (!backoff.idle()) timedOut(rank, "to post its data", backoff.secondsSinceProgress());
-    }
-  }
+  runtime::awaitCounter(control(rank).posted, call_, timeout_seconds_,
+                        [&](double seconds) { timedOut(rank, "to post its data", seconds); });
   return buffer(rank, call_);
 }
 

@@ -124,12 +124,8 @@ void ShmStaged::publish(std::uint64_t Control::*field) {
 
 void ShmStaged::await(int rank, std::uint64_t Control::*field, std::uint64_t round,
                       const char* what_for) {
-  auto counter = std::atomic_ref(control(rank).*field);
-  if (counter.load(std::memory_order_acquire) >= round) return;
-  runtime::Backoff backoff(timeout_seconds_);
-  while (counter.load(std::memory_order_acquire) < round) {
-    if (!backoff.idle()) timedOut(rank, what_for, backoff.secondsSinceProgress());
-  }
+  runtime::awaitCounter(control(rank).*field, round, timeout_seconds_,
+                        [&](double seconds) { timedOut(rank, what_for, seconds); });
 }
 
 void ShmStaged::startWriting() {
