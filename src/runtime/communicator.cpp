@@ -14,8 +14,6 @@
 #include "topology/cuda_probe.hpp"
 #include "topology/topology_text.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
-#include "transport/shm/shm_direct.hpp"
-#include "transport/shm/shm_staged.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace blink::runtime {
@@ -247,51 +245,22 @@ bool Communicator::direct(std::uint64_t bytes) {
   if (direct_min_ == 0 || bytes < direct_min_) return false;
   if (!direct_) {
     checkUsable();
-    direct_ = makeDirect();
-    if (!direct_) {
+    transport::NodeCollectivesChoice choice = transport::makeNodeCollectives(
+        node_comm_, staging_max_, single_copy_ != transport::SingleCopyMode::Off, timeout_s_,
+        layout_.rank == 0);
+    if (!choice.mover) {
+      if (layout_.rank == 0) {
+        BLINK_LOG(Info, "the direct path for large collectives is off (" << choice.why_not
+                                                                         << "); they use plans");
+      }
+      direct_off_ = "it could not be set up: " + choice.why_not;
       direct_min_ = 0;
       return false;
     }
+    direct_ = std::move(choice.mover);
     if (layout_.rank == 0) BLINK_LOG(Info, "direct path: " << direct_->describe());
   }
   return true;
-}
-
-std::unique_ptr<transport::NodeCollectives> Communicator::makeDirect() {
-  // Each attempt fails on every rank together (each agrees before it returns), so
-  // every rank ends with the same choice.
-  std::string why_not;
-  auto unavailable = [&](const char* how, const Error& e) {
-    if (e.status() == blinkTimeout) throw;
-    if (layout_.rank == 0) {
-      BLINK_LOG(Info, "direct path: " << how << " is unavailable (" << e.what() << ")");
-    }
-    why_not += std::string(why_not.empty() ? "" : "; ") + how + ": " + e.what();
-  };
-  if (staging_max_ > 0) {
-    try {
-      return std::make_unique<transport::ShmStaged>(node_comm_, staging_max_, timeout_s_);
-    } catch (const Error& e) {
-      unavailable("the staging area", e);
-    }
-  } else {
-    why_not = "BLINK_SHM_STAGING_BYTES=0";
-  }
-  if (single_copy_ != transport::SingleCopyMode::Off) {
-    try {
-      return std::make_unique<transport::ShmDirect>(node_comm_, timeout_s_);
-    } catch (const Error& e) {
-      unavailable("cross-memory attach", e);
-    }
-  } else {
-    why_not += "; BLINK_SHM_SINGLE_COPY=0";
-  }
-  if (layout_.rank == 0) {
-    BLINK_LOG(Info,
-              "the direct path for large collectives is off (" << why_not << "); they use plans");
-  }
-  direct_off_ = "it could not be set up: " + why_not;
-  return nullptr;
 }
 
 template <typename Body>

@@ -78,8 +78,6 @@ class Communicator {
   // Whether a collective of `bytes` takes the direct path (made at its first use,
   // on every rank alike). False for good if it cannot be made.
   bool direct(std::uint64_t bytes);
-  // The staging area, else cross-memory attach, else null (then direct_off_ says why).
-  std::unique_ptr<transport::NodeCollectives> makeDirect();
   // Runs `body` (a call on the board or the direct path) unless the communicator is
   // broken, and breaks it if the call fails midway.
   template <typename Body>

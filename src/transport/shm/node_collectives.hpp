@@ -1,8 +1,8 @@
 // The large-message collectives of the ranks of one node that run without a plan
 // (the "direct path"). Two implementations move the bytes: ShmStaged, through a
 // staging area in shared memory (shm_staged.hpp), and ShmDirect, which reads the
-// peers' buffers with cross-memory attach (shm_direct.hpp). The communicator picks
-// one when the path is first used and keeps it.
+// peers' buffers with cross-memory attach (shm_direct.hpp). makeNodeCollectives
+// picks one when the path is first used, and the communicator keeps it.
 //
 // Every rank of the node must make the same calls in the same order (as MPI requires
 // of collectives); every wait ends after the timeout with an error naming the peer.
@@ -10,7 +10,10 @@
 // same bits.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "runtime/executor.hpp"
@@ -43,5 +46,18 @@ class NodeCollectives {
   // MPI_IN_PLACE layout) without a scratch copy.
   virtual bool reduceScatterIntoInputStart() const = 0;
 };
+
+struct NodeCollectivesChoice {
+  std::unique_ptr<NodeCollectives> mover;  // null when neither way could be set up
+  std::string why_not;                     // then: why, for explain and the log
+};
+
+// Collective over `node_comm`: the staging area (unless `staging_max_bytes` is 0),
+// else cross-memory attach (if `cross_memory_allowed`). Each attempt fails on every
+// rank together, so every rank ends with the same choice; a timeout is rethrown.
+// `log` (one rank) says at INFO what was unavailable and why.
+NodeCollectivesChoice makeNodeCollectives(MPI_Comm node_comm, std::size_t staging_max_bytes,
+                                          bool cross_memory_allowed, double timeout_seconds,
+                                          bool log);
 
 }  // namespace blink::transport
