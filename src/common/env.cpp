@@ -96,15 +96,17 @@ const std::vector<Variable>& registry() {
        "communicator within one node (and too large for the one-shot board) take the direct "
        "path instead of a plan: a reduce-scatter "
        "and an all-gather (or one copy out, for Broadcast) through a staging area in shared "
-       "memory (BLINK_SHM_STAGING_BYTES), two synchronisations per round; where the area is "
+       "memory (BLINK_SHM_STAGING_BYTES), pipelined in pieces for AllReduce and Reduce; where "
+       "the area is "
        "off or cannot be made, every rank reads its peers' buffers with cross-memory attach "
        "instead, unless BLINK_SHM_SINGLE_COPY=0. 0: always plans."},
       {"BLINK_SHM_STAGING_BYTES", Kind::Integer, "0..68719476736", "33554432",
        "The direct path's staging area: at most this much shared memory per rank, in two "
-       "halves, so that a round can be written while peers still read the last; a call larger "
-       "than half goes in rounds. It starts at 4 MiB and grows to fit the calls made, on every "
-       "rank of the node at once. 0: no staging area (the direct path reads the peers' buffers "
-       "with cross-memory attach)."},
+       "halves, so that a round can be written while peers still read the last. It starts at "
+       "4 MiB and grows, on every rank of the node at once, to fit an AllGather, Broadcast or "
+       "ReduceScatter in one round; larger calls go in rounds. AllReduce and Reduce always go "
+       "in small rounds (256 KiB per rank, 1 MiB where ranks share cores). 0: no staging area "
+       "(the direct path reads the peers' buffers with cross-memory attach)."},
       {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},

@@ -12,6 +12,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -203,6 +205,20 @@ TEST_P(DirectPath, EveryCollectiveMatchesPmpi) {
       << comm.explain();
 }
 
+// 12 MiB and a little: AllReduce and Reduce pipeline pieces through many rounds,
+// across the rounds' boundaries and both halves, on every rank count; the other
+// collectives in between change the halves' owners.
+TEST_P(DirectPath, LargeCallsMatchPmpi) {
+  blink::runtime::Communicator comm(MPI_COMM_WORLD);
+  const std::size_t count = (std::size_t{3} << 20) + 13;
+  for (int call = 0; call < worldSize(); ++call) {  // every rank a root once
+    checkEveryCollective<std::int32_t>(comm, blinkInt32, MPI_INT32_T, blinkSum, MPI_SUM, count,
+                                       call);
+  }
+  checkEveryCollective<float>(comm, blinkFloat32, MPI_FLOAT, blinkMax, MPI_MAX, count, 1);
+  EXPECT_EQ(comm.plansBuilt(), 0u);
+}
+
 TEST_P(DirectPath, AvgDividesOnce) {
   const int rank = worldRank(), n = worldSize();
   blinkComm_t comm = nullptr;
@@ -241,6 +257,32 @@ TEST_P(DirectPath, BuffersAreFreeTheMomentACallReturns) {
     if (rank == slow && call % 4 == 1) usleep(5000);
     comm.broadcast(buf.data(), buf.data(), count, blinkInt32, 0);
     ASSERT_EQ(buf, (data<std::int32_t>(0, call, count))) << "Broadcast call " << call;
+  }
+  EXPECT_EQ(comm.plansBuilt(), 0u);
+}
+
+// A Broadcast's readers write nothing in its round, so the AllReduce after it may
+// start on their halves while a late peer still reads their halves of the AllReduce
+// before: the halves (and the record of which half a round used) must not move
+// under that peer. Calls alternate, the root moves, and a different rank is late.
+TEST_P(DirectPath, ARoundThatOnlyReadsLeavesTheHalvesToLateReaders) {
+  const int rank = worldRank(), n = worldSize();
+  blink::runtime::Communicator comm(MPI_COMM_WORLD);
+  const std::size_t count = 50021;  // one piece per rank: the rounds follow each other fast
+  std::vector<std::int32_t> buf(count), out(count);
+  for (int call = 0; call < 60; ++call) {
+    buf = data<std::int32_t>(rank, call, count);
+    if (rank == call % n && call % 3 != 0) usleep(2000);
+    comm.allReduce(buf.data(), out.data(), count, blinkInt32, blinkSum);
+    for (std::size_t i = 0; i < count; i += 101) {
+      std::int32_t sum = 0;
+      for (int r = 0; r < n; ++r) sum += value(r, call, i);
+      ASSERT_EQ(out[i], sum) << "AllReduce call " << call << " index " << i;
+    }
+    const int root = (call + 1) % n;
+    buf = rank == root ? data<std::int32_t>(root, call, count) : std::vector<std::int32_t>(count);
+    comm.broadcast(buf.data(), buf.data(), count, blinkInt32, root);
+    ASSERT_EQ(buf, (data<std::int32_t>(root, call, count))) << "Broadcast call " << call;
   }
   EXPECT_EQ(comm.plansBuilt(), 0u);
 }
@@ -324,8 +366,9 @@ TEST(ShmDirect, TheWayBytesMoveFollowsTheSettings) {
   }
 }
 
-// The area starts at 4 MiB per rank, grows on every rank at once to fit a call in
-// one round (a power of two), and stops at the setting.
+// The area starts at 4 MiB per rank, grows on every rank at once to fit an
+// AllGather or Broadcast in one round (a power of two), and stops at the setting.
+// AllReduce pipelines small rounds and asks for no more than they need.
 TEST(ShmDirect, TheStagingAreaGrowsToFitTheCallsUpToTheSetting) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
@@ -339,17 +382,22 @@ TEST(ShmDirect, TheStagingAreaGrowsToFitTheCallsUpToTheSetting) {
     const auto from = explain.rfind('(', at);
     return std::stoull(explain.substr(from + 1, at - from - 1));
   };
-  std::vector<std::int32_t> a(5 << 18, rank + 1), b(a.size(), 0);  // 5 MiB
+  const std::size_t block = 5 << 18;  // 5 MiB of int32
+  std::vector<std::int32_t> a(block, rank + 1), b(block * static_cast<std::size_t>(n), 0);
   const std::int32_t want = n * (n + 1) / 2;
-  comm.allReduce(a.data(), b.data(), 1000, blinkInt32, blinkSum);
-  EXPECT_EQ(perRankNow(), 4u << 20);
-  comm.allReduce(a.data(), b.data(), 3 << 18, blinkInt32, blinkSum);  // 3 MiB: half of 4 MiB
-  EXPECT_EQ(b[(3 << 18) - 1], want);
+  comm.allReduce(a.data(), b.data(), block, blinkInt32, blinkSum);
+  EXPECT_EQ(b[block - 1], want);
+  // Rounds of 256 KiB per rank, or 1 MiB where ranks share cores: halves of at
+  // most n MiB, rounded up to a power of two.
+  EXPECT_LE(perRankNow(), std::max(4u, 2 * std::bit_ceil(static_cast<unsigned>(n))) << 20)
+      << "AllReduce goes in small rounds";
+  comm.allGather(a.data(), b.data(), 3 << 18, blinkInt32);  // 3 MiB: more than half of 4 MiB
+  EXPECT_EQ(b[(static_cast<std::size_t>(n) * (3 << 18)) - 1], n);
   EXPECT_EQ(perRankNow(), 8u << 20);
-  comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);  // wants 16, capped at 12
-  EXPECT_EQ(b[a.size() - 1], want);
+  comm.allGather(a.data(), b.data(), block, blinkInt32);  // wants 16, capped at 12
+  EXPECT_EQ(b[static_cast<std::size_t>(n) * block - 1], n);
   EXPECT_EQ(perRankNow(), 12u << 20);
-  comm.allReduce(a.data(), b.data(), 1000, blinkInt32, blinkSum);
+  comm.allGather(a.data(), b.data(), 1000, blinkInt32);
   EXPECT_EQ(perRankNow(), 12u << 20) << "the area never shrinks";
 }
 

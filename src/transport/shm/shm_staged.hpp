@@ -4,28 +4,30 @@
 // caller's buffer, so a call returns as soon as this rank has its result.
 //
 // An AllReduce is a reduce-scatter and an all-gather through the area (a Reduce the
-// same, with the root alone gathering). In each
-// round rank r copies the others' segments of its input into its slots, and
-// publishes `filled`. Then it reduces its own segment: its input, combined with
-// slot r of every peer in a fixed order, goes into its output and into its own
-// slot r, and it publishes `reduced`. Last, it copies every owner's slot into its
-// output. That is two synchronisations per round and two plain copies per byte,
-// against a plan's copy into and out of a slot at every step. Writes into the area
+// same, with the root alone gathering). In each round rank r copies the others'
+// segments of its input into its slots; it reduces its own segment (its input,
+// combined with slot r of every peer in a fixed order, goes into its output and
+// into its own slot r); and it copies every owner's slot into its output. That is
+// two plain copies per byte, against a plan's copy into and out of a slot at every
+// step. The three stages run as a software pipeline over pieces of the segments,
+// counted across calls in `staged_pieces` and `reduced_pieces`: step s copies piece
+// s - 2 out, reduces piece s - 1 and stages piece s. A piece is read by the peers
+// while it is still in a cache, and the rounds are small (256 KiB per rank, 1 MiB
+// where ranks share cores), so the area itself stays in cache. Writes into the area
 // go through a StagingWriter (streaming_copy.hpp), which leaves the cache when the
 // peers' hold on the lines from the last round makes cached stores crawl.
 //
-// Each rank's part has two halves. A round reuses the half of the round before
-// (still in cache) when every peer has published `done` for that round, and takes
-// the other half otherwise; the control line says which half each round used.
-// Before writing either, a rank waits until every peer has published `filled` for
-// the round before, which a peer does only once it has finished every read of
-// earlier rounds: so the other half's last readers are done with it. Among ranks
-// that all read each other that wait is already over when it is made; only a
-// Broadcast's root really waits, and nobody waits for `done`.
+// Each rank's part has two halves; the control line says which half each round
+// used. A half is free once every peer has published `done` for the last round that
+// used it. A round reuses the half written last (still in cache) if it is free, and
+// otherwise waits until the other half is. Within a pipelined call a round starts
+// while the round before is still read, so it takes the other half, whose rounds
+// the peers finished a step or more before.
 //
-// A call larger than half the area goes in rounds. The area grows, on every rank at
-// once, to fit one call in one round (a power of two, up to the configured maximum
-// per rank); if it cannot grow, calls keep the area they have.
+// The other collectives go one round at a time. A call larger than half the area
+// goes in rounds. The area grows, on every rank at once, to fit such a call in one
+// round (a power of two, up to the configured maximum per rank); if it cannot
+// grow, calls keep the area they have.
 #pragma once
 
 #include <mpi.h>
@@ -69,12 +71,15 @@ class ShmStaged final : public NodeCollectives {
 
  private:
   struct alignas(64) Control {
-    std::uint64_t filled;      // round whose data this rank has written; earlier reads done
+    std::uint64_t filled;      // round whose data this rank has written
     std::uint64_t half_of[2];  // the half round r used, at r % 2, valid once `filled` >= r
-    char pad0[40];
-    std::uint64_t reduced;  // AllReduce: round whose result slot this rank has written
+    // AllReduce and Reduce count in pieces (all calls together): the pieces whose
+    // input this rank has staged, and those whose result it has written.
+    std::uint64_t staged_pieces;
+    char pad0[32];
+    std::uint64_t reduced_pieces;
     char pad1[56];
-    std::uint64_t done;  // round whose reads of the peers' halves this rank has finished
+    std::uint64_t done;  // round up to which this rank has finished reading the peers' halves
     char pad2[56];
   };
   static_assert(sizeof(Control) == 192);
@@ -99,14 +104,17 @@ class ShmStaged final : public NodeCollectives {
   void startWriting();
   // Starts the next round as a rank that only reads.
   void startReading();
+  // Publishes the round in progress.
   void publish(std::uint64_t Control::*field);
+  void publishPiece(std::uint64_t Control::*field, std::uint64_t value);
   // Waits until `rank`'s counter `field` reaches `round`.
   void await(int rank, std::uint64_t Control::*field, std::uint64_t round, const char* what_for);
   [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
   // out[0, n) = mine[0, n) combined with slot `rank_` of every peer's half for
-  // this round, in pieces that stay in cache; `result`, when not null, gets a copy.
-  void reduceShare(const std::byte* mine, std::byte* out, std::byte* result, std::size_t n,
-                   const runtime::Combine& combine);
+  // this round, from `in_slot` bytes on, in pieces that stay in cache; `result`,
+  // when not null, gets a copy.
+  void reduceShare(const std::byte* mine, std::byte* out, std::byte* result, std::uint64_t round,
+                   std::size_t in_slot, std::size_t n, const runtime::Combine& combine);
 
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -118,8 +126,11 @@ class ShmStaged final : public NodeCollectives {
   ShmSegment area_;              // size_ parts of per_rank_ bytes, remade as it grows
   std::uint64_t round_ = 0;      // the round in progress (rounds count from 1)
   std::uint64_t call_ = 0;       // the call in progress, for messages
+  std::uint64_t piece_ = 0;      // AllReduce and Reduce pieces before this round
   std::uint64_t last_half_ = 0;  // the half this rank wrote last
-  std::string grow_failure_;     // why the area stopped growing, if it did
+  std::uint64_t last_round_of_half_[2] = {0, 0};
+  std::size_t reduce_slot_bytes_ = 0;  // an AllReduce round's slot per rank, at most
+  std::string grow_failure_;           // why the area stopped growing, if it did
   StagingWriter writer_;
   const char* collective_ = "";
   std::size_t bytes_ = 0;
