@@ -133,10 +133,10 @@ void ShmStaged::reserve(std::size_t half_bytes_wanted) {
 }
 
 void ShmStaged::publish(std::uint64_t Control::*field) {
-  publishPiece(field, round_);
+  publishCount(field, round_);
 }
 
-void ShmStaged::publishPiece(std::uint64_t Control::*field, std::uint64_t value) {
+void ShmStaged::publishCount(std::uint64_t Control::*field, std::uint64_t value) {
   std::atomic_ref(control(rank_).*field).store(value, std::memory_order_release);
 }
 
@@ -269,7 +269,7 @@ void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
         const Piece p = piece(round, owner, k);
         std::memcpy(out + p.offset, slot(owner, round.number, owner) + p.in_slot, p.length);
       }
-      if (k + 1 == round.pieces) publishPiece(&Control::done, round.number);
+      if (k + 1 == round.pieces) publishCount(&Control::done, round.number);
     }
     if (step >= 1 && step - 1 < total_pieces) {
       const std::size_t global = step - 1;
@@ -286,7 +286,7 @@ void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
         reduceShare(in + p.offset, out + p.offset, root < 0 ? result : nullptr, round.number,
                     p.in_slot, p.length, combine);
       }
-      publishPiece(&Control::reduced_pieces, piece_ + global + 1);
+      publishCount(&Control::reduced_pieces, piece_ + global + 1);
     }
     if (step < total_pieces) {
       const Round round = roundOf(step);
@@ -297,8 +297,7 @@ void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
         const Piece p = piece(round, owner, k);
         writer_.copy(slot(rank_, round.number, owner) + p.in_slot, in + p.offset, p.length);
       }
-      publishPiece(&Control::staged_pieces, piece_ + step + 1);
-      if (k + 1 == round.pieces) publish(&Control::filled);
+      publishCount(&Control::staged_pieces, piece_ + step + 1);
     }
   }
   piece_ += total_pieces;

@@ -71,8 +71,12 @@ class ShmStaged final : public NodeCollectives {
 
  private:
   struct alignas(64) Control {
-    std::uint64_t filled;      // round whose data this rank has written
-    std::uint64_t half_of[2];  // the half round r used, at r % 2, valid once `filled` >= r
+    // Round whose data this rank has written, in the collectives that go a round at
+    // a time (AllReduce and Reduce count pieces instead).
+    std::uint64_t filled;
+    // The half round r used, at r % 2, valid once `filled` (or a piece of round r)
+    // is published.
+    std::uint64_t half_of[2];
     // AllReduce and Reduce count in pieces (all calls together): the pieces whose
     // input this rank has staged, and those whose result it has written.
     std::uint64_t staged_pieces;
@@ -106,7 +110,8 @@ class ShmStaged final : public NodeCollectives {
   void startReading();
   // Publishes the round in progress.
   void publish(std::uint64_t Control::*field);
-  void publishPiece(std::uint64_t Control::*field, std::uint64_t value);
+  // Publishes any count (a round or a piece).
+  void publishCount(std::uint64_t Control::*field, std::uint64_t value);
   // Waits until `rank`'s counter `field` reaches `round`.
   void await(int rank, std::uint64_t Control::*field, std::uint64_t round, const char* what_for);
   [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
