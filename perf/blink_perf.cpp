@@ -1085,6 +1085,17 @@ int benchmark(const Options& o) {
       std::fflush(stdout);
     }
   }
+  if (rank == 0 && !o.csv) {
+    // What deciding cost: the first call packs the trees, later sizes only lower them.
+    std::size_t length = 0;
+    BLINK_PERF_CHECK(blinkCommExplain(comm, nullptr, 0, &length));
+    std::string text(length + 1, '\0');
+    BLINK_PERF_CHECK(blinkCommExplain(comm, text.data(), text.size(), &length));
+    const auto at = text.find("Planning: ");
+    if (at != std::string::npos) {
+      std::printf("# %s\n", text.substr(at, text.find('\n', at) - at).c_str());
+    }
+  }
   BLINK_PERF_CHECK(blinkCommDestroy(comm));
   return exit_code;
 }

@@ -87,19 +87,33 @@ const std::vector<Variable>& registry() {
        "of the node can; AUTO does so only when the node's ranks do not outnumber its CPUs "
        "(oversubscribed, two copies cost less CPU); 0 always copies through shared-memory "
        "slots and never lets the direct path read the peers' buffers."},
+      {"BLINK_ALGO", Kind::Text, "NAME or COLLECTIVE:NAME,...", "",
+       "Force an algorithm instead of the planner's fastest prediction, for every collective "
+       "(`trees`) or per collective (`allreduce:trees,bcast:direct`). Algorithms: `board` "
+       "(one-shot shared-memory board), `direct` (the node's direct path), `trees` (Blink's "
+       "packed trees), `hierarchical` (trees per node plus an inter-node phase), `ring`, `dbt` "
+       "(double binary trees). Collectives: allreduce, broadcast (bcast), reduce, allgather, "
+       "reducescatter. Where the forced one does not apply to a call, the planner chooses and "
+       "says why at INFO."},
+      {"BLINK_TRANSPORT", Kind::Text, "NAME or within=NAME,between=NAME", "",
+       "The transport a plan's streams use between ranks of one node (`within`) and of "
+       "different nodes (`between`); unset, the first registered one that can serve them "
+       "(`blink-info --version` lists them): `shm` within a node, `pmpi` between nodes. "
+       "`pmpi` serves both."},
       {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
-       "Collectives of at most this many bytes on a communicator within one node take the "
-       "one-shot shared-memory path: every rank posts its input on a shared board and reads "
-       "the others' (one synchronisation instead of a tree's one per level). 0: always plans."},
+       "The capacity of the one-shot shared-memory board: collectives of at most this many "
+       "bytes on a communicator within one node may take it (every rank posts its input on a "
+       "shared board and reads the others': one synchronisation instead of a plan's one per "
+       "step) where its cost model predicts it fastest. 0: no board."},
       {"BLINK_SHM_DIRECT_MIN_BYTES", Kind::Integer, "0..1099511627776", "32768",
        "AllReduce, Reduce, ReduceScatter, AllGather and Broadcast of at least this many bytes on a "
-       "communicator within one node (and too large for the one-shot board) take the direct "
-       "path instead of a plan: a reduce-scatter "
+       "communicator within one node may take the direct path where its cost model predicts it "
+       "fastest: a reduce-scatter "
        "and an all-gather (or one copy out, for Broadcast) through a staging area in shared "
        "memory (BLINK_SHM_STAGING_BYTES), pipelined in pieces for AllReduce and Reduce; where "
        "the area is "
        "off or cannot be made, every rank reads its peers' buffers with cross-memory attach "
-       "instead, unless BLINK_SHM_SINGLE_COPY=0. 0: always plans."},
+       "instead, unless BLINK_SHM_SINGLE_COPY=0. 0: no direct path."},
       {"BLINK_SHM_STAGING_BYTES", Kind::Integer, "0..68719476736", "33554432",
        "The direct path's staging area: at most this much shared memory per rank, in two "
        "halves, so that a round can be written while peers still read the last. It starts at "

@@ -14,6 +14,7 @@
 #include "plan/node_layout.hpp"
 #include "plan/plan_writer.hpp"
 #include "plan/tree_builder.hpp"
+#include "plan/tree_cache.hpp"
 
 namespace blink::plan {
 namespace {
@@ -270,7 +271,7 @@ class Composer {
     NodeTrees nt;
     if (localCount(k) >= 2) {
       NodeTopology sub = intraTopology(k);
-      nt = lowered(toFull(treegen::packAllGather(sub.sub, pack_), sub.to_full));
+      nt = lowered(toFull(plan::allGatherTrees(sub.sub, pack_), sub.to_full));
     }
     return ag_trees_.emplace(k, std::move(nt)).first->second;
   }
@@ -279,7 +280,7 @@ class Composer {
     if (localCount(k) < 2) return {};
     NodeTopology sub = intraTopology(k);
     const int root_gpu = plan_.rank_gpu[root_rank];
-    return lowered(toFull(treegen::packBroadcast(sub.sub, root_gpu, pack_), sub.to_full));
+    return lowered(toFull(plan::broadcastTrees(sub.sub, root_gpu, pack_), sub.to_full));
   }
 
   // Node k's links for its trees: without the hops of its ports' routes to their NICs

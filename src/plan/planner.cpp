@@ -7,6 +7,7 @@
 #include "common/log.hpp"
 #include "plan/baselines.hpp"
 #include "plan/hierarchical.hpp"
+#include "plan/tree_cache.hpp"
 
 namespace blink::plan {
 
@@ -84,6 +85,19 @@ std::pair<Plan, double> treePlan(Collective c, const treegen::TreeSet& trees,
   return {std::move(again), seconds};
 }
 
+// The busiest rank's combining time: the bytes of its RecvReduce steps at its rate.
+double combiningSeconds(const Plan& p, const std::vector<double>& rate) {
+  double slowest = 0.0;
+  for (std::size_t r = 0; r < p.ranks.size() && r < rate.size(); ++r) {
+    double bytes = 0.0;
+    for (const Step& s : p.ranks[r].steps) {
+      if (s.kind == StepKind::RecvReduce) bytes += static_cast<double>(s.bytes);
+    }
+    if (rate[r] > 0.0) slowest = std::max(slowest, bytes / rate[r]);
+  }
+  return slowest;
+}
+
 }  // namespace
 
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::Topology& t,
@@ -92,13 +106,12 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
   std::vector<std::pair<Plan, double>> out;
   if (rooted) {
-    out.push_back(
-        treePlan(c, treegen::packBroadcast(t, rootGpu(t, root_rank), o.pack), t, bytes, o));
+    out.push_back(treePlan(c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o));
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
-    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
+    out.push_back(treePlan(c, allGatherTrees(t, o.pack), t, bytes, o));
   } else {
-    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
-    auto rb = treePlan(c, treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o);
+    out.push_back(treePlan(c, allGatherTrees(t, o.pack), t, bytes, o));
+    auto rb = treePlan(c, broadcastTrees(t, rootGpu(t, 0), o.pack), t, bytes, o);
     rb.first.algorithm = "blink-trees reduce+broadcast";
     out.push_back(std::move(rb));
   }
@@ -139,11 +152,20 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   return out;
 }
 
+std::string familyOf(const std::string& algorithm) {
+  if (algorithm.rfind("blink-trees", 0) == 0) return "trees";
+  if (algorithm == "blink-hierarchical") return "hierarchical";
+  if (algorithm == "double-binary-tree") return "dbt";
+  return algorithm;
+}
+
 Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, int root_rank,
                   const PlannerOptions& o) {
   Choice choice;
-  std::vector<std::pair<Plan, double>> all = blinkCandidates(c, t, bytes, root_rank, o);
-  if (o.allow_baselines) {
+  const bool only_baseline = o.only_family == "ring" || o.only_family == "dbt";
+  std::vector<std::pair<Plan, double>> all;
+  if (!only_baseline) all = blinkCandidates(c, t, bytes, root_rank, o);
+  if (o.allow_baselines || only_baseline) {
     all.emplace_back(ringPlan(c, t, bytes, root_rank, o.lower), 0.0);
     if (c != Collective::AllGather && c != Collective::ReduceScatter) {
       all.emplace_back(doubleBinaryTreePlan(c, t, bytes, root_rank, o.lower), 0.0);
@@ -154,6 +176,16 @@ Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, in
     for (auto& [p, s] : all) {
       if (p.algorithm == "ring" || p.algorithm == "double-binary-tree")
         s = simulate(p, t, o.sim).seconds;
+    }
+  }
+  if (!o.combine_bytes_per_s.empty()) {
+    for (auto& [p, seconds] : all) seconds += combiningSeconds(p, o.combine_bytes_per_s);
+  }
+  if (!o.only_family.empty()) {
+    std::erase_if(all, [&](const auto& p) { return familyOf(p.first.algorithm) != o.only_family; });
+    if (all.empty()) {
+      throw Error(blinkUnsupported,
+                  o.only_family + " does not apply to " + toString(c) + " on " + t.name());
     }
   }
   // Fastest first; ties keep the order above (Blink's trees first).

@@ -43,7 +43,19 @@ struct PlannerOptions {
   // more with the data split by the rates the trees reached (LowerOptions::
   // data_weights), keeping the faster plan.
   bool rebalance = true;
+  // Only candidates of this family (see familyOf); empty: every candidate. A family
+  // that does not apply to the call makes choosePlan throw blinkUnsupported.
+  std::string only_family;
+  // Where ranks combine reductions with their CPUs (host ranks), what it costs: per
+  // plan rank the bytes per second at which it combines. Each candidate's time then
+  // adds its busiest rank's combining (the simulator prices links only). Empty: free
+  // (GPUs combine at memory speed, far above their links).
+  std::vector<double> combine_bytes_per_s;
 };
+
+// The family of a candidate's algorithm name: "trees" (both AllReduce shapes),
+// "hierarchical", "ring" or "dbt" (double binary trees); the name itself otherwise.
+std::string familyOf(const std::string& algorithm);
 
 // Bus bandwidth factor of nccl-tests: busbw = algbw * factor.
 double busBandwidthFactor(Collective c, int ranks);

@@ -265,8 +265,20 @@ class Simulator {
     info.built = true;
   }
 
+  // A pair joined only by shared-memory links is one hop for both directions: a
+  // process copies its own sends and receives with one CPU, so they take turns.
+  bool sharedMemoryOnly(topo::Vertex u, topo::Vertex v) const {
+    const auto links = topology_.linksBetween(u, v);
+    return !links.empty() && std::all_of(links.begin(), links.end(), [&](const auto& e) {
+      return topology_.link(e).kind == topo::LinkKind::SharedMemory;
+    });
+  }
+
   int hopId(topo::Vertex u, topo::Vertex v, const std::string& who) {
-    auto [it, inserted] = hop_ids_.try_emplace({u, v}, static_cast<int>(hops_.size()));
+    const bool half_duplex = sharedMemoryOnly(u, v);
+    const auto key =
+        half_duplex ? std::make_pair(std::min(u, v), std::max(u, v)) : std::make_pair(u, v);
+    auto [it, inserted] = hop_ids_.try_emplace(key, static_cast<int>(hops_.size()));
     if (!inserted) return it->second;
     Hop hop;
     for (const auto& e : topology_.linksBetween(u, v)) {

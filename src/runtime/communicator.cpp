@@ -1,6 +1,7 @@
 #include "runtime/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -8,13 +9,12 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "plan/tree_cache.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 #include "topology/topology_text.hpp"
-#include "transport/pmpi/pmpi_transport.hpp"
-#include "transport/shm/shm_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -70,6 +70,13 @@ std::byte* asBytes(void* p) {
   return static_cast<std::byte*>(p);
 }
 
+// The same on every rank for the same text (unlike std::hash, by definition).
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
 }  // namespace
 
 Communicator::Communicator(MPI_Comm comm) {
@@ -84,13 +91,13 @@ Communicator::Communicator(MPI_Comm comm) {
       try {
         job_ = jobTopology(layout_, comm_);  // collective first, before anything may throw
         timeout_s_ = static_cast<double>(env::getInt("BLINK_TIMEOUT_S"));
-        one_shot_max_ = static_cast<std::size_t>(env::getInt("BLINK_ONE_SHOT_MAX_BYTES"));
-        direct_min_ = static_cast<std::uint64_t>(env::getInt("BLINK_SHM_DIRECT_MIN_BYTES"));
+        node_.board_capacity = static_cast<std::size_t>(env::getInt("BLINK_ONE_SHOT_MAX_BYTES"));
+        node_.direct_min = static_cast<std::uint64_t>(env::getInt("BLINK_SHM_DIRECT_MIN_BYTES"));
         staging_max_ = static_cast<std::size_t>(env::getInt("BLINK_SHM_STAGING_BYTES"));
-        const std::string single_copy = env::getChoice("BLINK_SHM_SINGLE_COPY");
-        single_copy_ = single_copy == "1"   ? transport::SingleCopyMode::On
-                       : single_copy == "0" ? transport::SingleCopyMode::Off
-                                            : transport::SingleCopyMode::Automatic;
+        cross_memory_allowed_ = env::getChoice("BLINK_SHM_SINGLE_COPY") != "0";
+        forced_text_ = env::get("BLINK_ALGO").value_or("");
+        forced_ = ForcedAlgorithms::parse(forced_text_);
+        transports_ = transport::selectTransports(env::get("BLINK_TRANSPORT").value_or(""));
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -99,11 +106,16 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      constexpr int kSettings = 4;
-      const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES", "BLINK_SHM_DIRECT_MIN_BYTES",
-                                      "BLINK_SHM_SINGLE_COPY", "BLINK_SHM_STAGING_BYTES"};
+      constexpr int kSettings = 6;
+      const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES",
+                                      "BLINK_SHM_DIRECT_MIN_BYTES",
+                                      "BLINK_SHM_SINGLE_COPY",
+                                      "BLINK_SHM_STAGING_BYTES",
+                                      "BLINK_ALGO",
+                                      "BLINK_TRANSPORT"};
       const std::uint64_t values[kSettings] = {
-          one_shot_max_, direct_min_, static_cast<std::uint64_t>(single_copy_), staging_max_};
+          node_.board_capacity, node_.direct_min,    fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
+          staging_max_,         fnv1a(forced_text_), fnv1a(transports_.describe())};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
       for (int i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
@@ -119,22 +131,18 @@ Communicator::Communicator(MPI_Comm comm) {
                                     "BLINK_* settings");
         }
       }
-      if (one_shot_max_ == 0) one_shot_off_ = "BLINK_ONE_SHOT_MAX_BYTES=0";
-      if (layout_.num_nodes > 1) {
-        one_shot_max_ = 0;  // the board is shared memory
-        one_shot_off_ = "the ranks span nodes";
+      if (node_.board_capacity == 0) node_.board_off = "BLINK_ONE_SHOT_MAX_BYTES=0";
+      if (node_.direct_min == 0) {
+        node_.direct_off = "BLINK_SHM_DIRECT_MIN_BYTES=0";
+      } else if (staging_max_ == 0 && !cross_memory_allowed_) {
+        node_.direct_off = "BLINK_SHM_STAGING_BYTES=0 and BLINK_SHM_SINGLE_COPY=0";
+        node_.direct_min = 0;
       }
-      // The direct path also pays with more ranks than CPUs (BLINK_SHM_SINGLE_COPY=AUTO
-      // does not turn it off): its few synchronisations cost less than a plan's many
-      // steps, each a chance to wait for a descheduled peer.
-      if (direct_min_ == 0) {
-        direct_off_ = "BLINK_SHM_DIRECT_MIN_BYTES=0";
-      } else if (layout_.num_nodes > 1) {
-        direct_off_ = "the ranks span nodes";
-      } else if (staging_max_ == 0 && single_copy_ == transport::SingleCopyMode::Off) {
-        direct_off_ = "BLINK_SHM_STAGING_BYTES=0 and BLINK_SHM_SINGLE_COPY=0";
+      if (layout_.num_nodes > 1) {  // both live in one node's shared memory
+        node_.board_capacity = 0;
+        node_.direct_min = 0;
+        node_.board_off = node_.direct_off = "the ranks span nodes";
       }
-      if (!direct_off_.empty()) direct_min_ = 0;
     }
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
@@ -159,34 +167,37 @@ Communicator::Communicator(MPI_Comm comm) {
             layout_.local_rank_of_rank[static_cast<std::size_t>(r)];
       }
     }
-    transport::ShmOptions shm_options;
-    shm_options.timeout_seconds = timeout_s_;
-    shm_options.single_copy = single_copy_;
-    shm_ = std::make_unique<transport::ShmTransport>(node_comm_, std::move(node_rank_of),
-                                                     layout_.rank, shm_options);
-    pmpi_ = std::make_unique<transport::PmpiTransport>(comm_);
+    const transport::TransportSetUp set_up{comm_, node_comm_, layout_.rank, std::move(node_rank_of),
+                                           timeout_s_};
+    auto make = [&](const transport::TransportEntry* entry) -> Transport* {
+      for (const auto& made : transport_objects_) {
+        if (made->name() == entry->name) return made.get();
+      }
+      transport_objects_.push_back(entry->make(set_up));
+      return transport_objects_.back().get();
+    };
+    within_node_ = make(transports_.within_node);
+    between_nodes_ = make(transports_.between_nodes);
     if (layout_.rank == 0) {
+      BLINK_LOG(Info, "communicator of " << layout_.size << " ranks on " << layout_.num_nodes
+                                         << " node(s); topology " << job_.topology.name()
+                                         << " from " << job_.source << "; streams: "
+                                         << transports_.describe() << "; rank 0: " << gpu_note_);
       BLINK_LOG(Info,
-                "collectives of up to "
-                    << one_shot_max_ << " bytes take the one-shot shared-memory board"
-                    << (layout_.num_nodes > 1 ? " (none: the ranks span nodes)"
-                                              : " (BLINK_ONE_SHOT_MAX_BYTES)")
-                    << "; "
-                    << (direct_min_ > 0 ? "from " + std::to_string(direct_min_) +
-                                              " bytes the direct path (BLINK_SHM_DIRECT_MIN_BYTES)"
-                                        : "the direct path is off (" + direct_off_ + ")")
-                    << "; other sizes a plan");
-      BLINK_LOG(Info,
-                "communicator of "
-                    << layout_.size << " ranks on " << layout_.num_nodes << " node(s); topology "
-                    << job_.topology.name() << " from " << job_.source
-                    << "; shared memory within nodes, PMPI between them; rank 0: " << gpu_note_);
+                "algorithms: the planner's plans; the one-shot board "
+                    << (node_.board_capacity > 0
+                            ? "up to " + std::to_string(node_.board_capacity) + " bytes"
+                            : "off (" + node_.board_off + ")")
+                    << "; the direct path "
+                    << (node_.direct_min > 0 ? "from " + std::to_string(node_.direct_min) + " bytes"
+                                             : "off (" + node_.direct_off + ")")
+                    << "; each call takes the fastest predicted"
+                    << (forced_text_.empty() ? "" : " unless BLINK_ALGO=" + forced_text_));
     }
   } catch (...) {
     direct_.reset();
     one_shot_.reset();
-    shm_.reset();
-    pmpi_.reset();
+    transport_objects_.clear();
     if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
     PMPI_Comm_free(&comm_);
     throw;
@@ -196,8 +207,7 @@ Communicator::Communicator(MPI_Comm comm) {
 Communicator::~Communicator() {
   direct_.reset();
   one_shot_.reset();
-  shm_.reset();
-  pmpi_.reset();
+  transport_objects_.clear();
   int finalized = 0;
   PMPI_Finalized(&finalized);
   if (finalized) return;  // MPI has already released every communicator
@@ -219,45 +229,35 @@ void Communicator::checkUsable() const {
   }
 }
 
-bool Communicator::oneShot(std::uint64_t bytes) {
-  if (bytes > one_shot_max_) return false;
-  if (!one_shot_) {
-    checkUsable();
+bool Communicator::ensureNodeAlgorithm(Algorithm algorithm) {
+  if (algorithm == Algorithm::Board && !one_shot_) {
     try {
-      one_shot_ = std::make_unique<transport::ShmOneShot>(node_comm_, one_shot_max_, timeout_s_);
+      one_shot_ =
+          std::make_unique<algorithms::ShmOneShot>(node_comm_, node_.board_capacity, timeout_s_);
     } catch (const Error& e) {
-      // Every rank failed together (the board agrees before it returns): plans
-      // serve these sizes too, only with more latency.
+      // Every rank failed together (the board agrees before it returns).
       if (e.status() == blinkTimeout) throw;
       if (layout_.rank == 0) {
-        BLINK_LOG(Warn, "the one-shot board for small collectives is unavailable ("
-                            << e.what() << "); small collectives use plans");
+        BLINK_LOG(Warn,
+                  "the one-shot board for small collectives is unavailable (" << e.what() << ")");
       }
-      one_shot_max_ = 0;
-      one_shot_off_ = std::string("it could not be set up: ") + e.what();
+      node_.board_capacity = 0;
+      node_.board_off = std::string("it could not be set up: ") + e.what();
       return false;
     }
   }
-  return true;
-}
-
-bool Communicator::direct(std::uint64_t bytes) {
-  if (direct_min_ == 0 || bytes < direct_min_) return false;
-  if (!direct_) {
-    checkUsable();
-    transport::NodeCollectivesChoice choice = transport::makeNodeCollectives(
-        node_comm_, staging_max_, single_copy_ != transport::SingleCopyMode::Off, timeout_s_,
-        layout_.rank == 0);
-    if (!choice.mover) {
+  if (algorithm == Algorithm::Direct && !direct_) {
+    algorithms::NodeCollectivesChoice made = algorithms::makeNodeCollectives(
+        node_comm_, staging_max_, cross_memory_allowed_, timeout_s_, layout_.rank == 0);
+    if (!made.mover) {
       if (layout_.rank == 0) {
-        BLINK_LOG(Info, "the direct path for large collectives is off (" << choice.why_not
-                                                                         << "); they use plans");
+        BLINK_LOG(Info, "the direct path for large collectives is off (" << made.why_not << ")");
       }
-      direct_off_ = "it could not be set up: " + choice.why_not;
-      direct_min_ = 0;
+      node_.direct_off = "it could not be set up: " + made.why_not;
+      node_.direct_min = 0;
       return false;
     }
-    direct_ = std::move(choice.mover);
+    direct_ = std::move(made.mover);
     if (layout_.rank == 0) BLINK_LOG(Info, "direct path: " << direct_->describe());
   }
   return true;
@@ -281,65 +281,86 @@ void Communicator::checkRoot(int root) const {
   }
 }
 
-Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_t bytes,
-                                                int element_size, int root_plan) {
+Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uint64_t bytes,
+                                                    int element_size, int root_plan) {
   const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan};
   if (auto it = cache_.find(key); it != cache_.end()) {
-    lru_.remove(key);
-    lru_.push_front(key);
+    // Every call passes here, the board's 2-us ones too: no allocation, no scan.
+    lru_.splice(lru_.begin(), lru_, it->second.lru_position);
     return it->second;
   }
-  CachedPlan cp;
-  std::unique_ptr<Error> failure;
-  try {
-    const log::QuietInfo quiet(layout_.rank != 0);  // every rank decides the same
-    plan::PlannerOptions options;
-    options.lower = plan::lowerOptionsFromEnvironment();
-    options.lower.element_size = element_size;
-    plan::Choice choice = plan::choosePlan(c, job_.topology, bytes, root_plan, options);
-    cp.plan = std::move(choice.plan);
-    cp.why = choice.why;
-    const int me = job_.plan_rank_of[static_cast<std::size_t>(layout_.rank)];
-    cp.program = compileProgram(cp.plan, me, [this](int plan_rank) {
-      const int peer = job_.comm_rank_of[static_cast<std::size_t>(plan_rank)];
-      const bool local = layout_.node_of_rank[static_cast<std::size_t>(peer)] == layout_.node;
-      return PeerRoute{peer, local ? shm_.get() : pmpi_.get()};
-    });
-    cp.program.comm_rank = layout_.rank;
-  } catch (const Error& e) {
-    failure = std::make_unique<Error>(e);
+  checkUsable();
+  const auto start = std::chrono::steady_clock::now();
+  CachedChoice cp;
+  for (;;) {
+    std::unique_ptr<Error> failure;
+    try {
+      const log::QuietInfo quiet(layout_.rank != 0);  // every rank decides the same
+      plan::PlannerOptions options;
+      options.lower = plan::lowerOptionsFromEnvironment();
+      options.lower.element_size = element_size;
+      AlgorithmChoice choice =
+          chooseAlgorithm({c, bytes, root_plan}, job_.topology, node_, forced_, options);
+      cp.algorithm = choice.algorithm;
+      cp.why = choice.why;
+      cp.predicted_seconds = choice.seconds;
+      cp.plan = std::move(choice.plan);
+      if (runsPlan(cp.algorithm)) {
+        const int me = job_.plan_rank_of[static_cast<std::size_t>(layout_.rank)];
+        cp.program = compileProgram(cp.plan, me, [this](int plan_rank) {
+          const int peer = job_.comm_rank_of[static_cast<std::size_t>(plan_rank)];
+          const bool local = layout_.node_of_rank[static_cast<std::size_t>(peer)] == layout_.node;
+          return PeerRoute{peer, local ? within_node_ : between_nodes_};
+        });
+        cp.program.comm_rank = layout_.rank;
+      }
+    } catch (const Error& e) {
+      failure = std::make_unique<Error>(e);
+    }
+    // One reduction tells every rank whether all decided and whether alike.
+    const std::uint64_t hash =
+        failure ? 0 : fnv1a(toString(cp.algorithm)) ^ (runsPlan(cp.algorithm) ? cp.plan.hash() : 0);
+    std::uint64_t mine[3] = {failure ? 1u : 0u, hash, ~hash}, all[3] = {0, 0, 0};
+    allreduceWithin(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+                    "agreeing on how to run " + plan::toString(c));
+    if (failure) throw CollectiveError(failure->status(), failure->what());
+    if (all[0] != 0)
+      throw CollectiveError(blinkInvalidUsage, "choosing the algorithm failed on another rank");
+    if (all[1] != hash || all[2] != ~hash) {
+      throw CollectiveError(blinkInvalidUsage,
+                            "the ranks chose differently for " + plan::toString(c) + " of " +
+                                std::to_string(bytes) +
+                                " bytes: every rank must see the same BLINK_* settings and "
+                                "topology");
+    }
+    if (runsPlan(cp.algorithm) || ensureNodeAlgorithm(cp.algorithm)) break;
+    // The board or the direct path could not be made (on every rank): choose again.
   }
-  // One reduction tells every rank whether all built a plan and whether the plans agree.
-  const std::uint64_t hash = failure ? 0 : cp.plan.hash();
-  std::uint64_t mine[3] = {failure ? 1u : 0u, hash, ~hash}, all[3] = {0, 0, 0};
-  allreduceWithin(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
-                  "agreeing on the plan for " + plan::toString(c));
-  if (failure) throw CollectiveError(failure->status(), failure->what());
-  if (all[0] != 0)
-    throw CollectiveError(blinkInvalidUsage, "building the plan failed on another rank");
-  if (all[1] != hash || all[2] != ~hash) {
-    throw CollectiveError(blinkInvalidUsage,
-                          "the ranks built different plans for " + plan::toString(c) + " of " +
-                              std::to_string(bytes) +
-                              " bytes: every rank must see the same BLINK_* settings and topology");
-  }
-  {
-    StreamNeeds local = streamNeeds(cp.program, shm_.get());
+  if (runsPlan(cp.algorithm)) {
     std::unique_ptr<Error> stream_failure;
     try {
-      shm_->ensureStreams(local.sends, local.recvs);
-      StreamNeeds remote = streamNeeds(cp.program, pmpi_.get());
-      pmpi_->ensureStreams(remote.sends, remote.recvs);
+      for (const auto& transport : transport_objects_) {
+        StreamNeeds needs = streamNeeds(cp.program, transport.get());
+        transport->ensureStreams(needs.sends, needs.recvs);
+      }
     } catch (const Error& e) {
       stream_failure = std::make_unique<Error>(e);
     }
     agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
   }
   ++plans_built_;
+  cp.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  planning_seconds_ += cp.planning_seconds;
+  if (first_planning_seconds_ < 0.0) first_planning_seconds_ = cp.planning_seconds;
   if (layout_.rank == 0) {
-    for (const auto& note : cp.plan.notes) BLINK_LOG(Info, "plan: " << note);
+    BLINK_LOG(Info, "decided " << cp.why << " [" << cp.planning_seconds * 1e3 << " ms to decide]");
+    if (runsPlan(cp.algorithm)) {
+      for (const auto& note : cp.plan.notes) BLINK_LOG(Info, "plan: " << note);
+    }
   }
   lru_.push_front(key);
+  cp.lru_position = lru_.begin();
   if (lru_.size() > kMaxCachedPlans) {
     cache_.erase(lru_.back());
     lru_.pop_back();
@@ -347,12 +368,9 @@ Communicator::CachedPlan& Communicator::planFor(plan::Collective c, std::uint64_
   return cache_.emplace(key, std::move(cp)).first->second;
 }
 
-void Communicator::runPlan(plan::Collective c, std::byte* work, const void* input,
-                           std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
-                           int root_plan) {
+void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
+                           std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op) {
   checkUsable();
-  const auto element = static_cast<int>(elementSize(type));
-  CachedPlan& cp = planFor(c, bytes, element, root_plan);
   const auto* in = static_cast<const std::byte*>(input);
   if (in == work) in = nullptr;
   if (in != nullptr && !cp.program.input_capable) {
@@ -362,7 +380,7 @@ void Communicator::runPlan(plan::Collective c, std::byte* work, const void* inpu
   const Combine combine = combineFor(type, op);
   RunOptions options;
   options.timeout_seconds = timeout_s_;
-  options.what = plan::toString(c) + " of " + std::to_string(bytes) + " bytes";
+  options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
   try {
     execute(cp.program, work, in, combine, options);
   } catch (const Error& e) {
@@ -379,18 +397,23 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  if (size() > 1 && oneShot(bytes)) {
-    runOffPlan(
-        [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
-  } else if (size() > 1 && direct(bytes)) {
-    runOffPlan([&] {
-      direct_->allReduce(asBytes(send), asBytes(recv), bytes, elementSize(type),
-                         combineFor(type, op));
-    });
-  } else if (size() > 1) {
-    runPlan(plan::Collective::AllReduce, static_cast<std::byte*>(recv), send, bytes, type, op, 0);
-  } else {
+  if (size() == 1) {
     copyIfDistinct(recv, send, bytes);
+  } else {
+    CachedChoice& cp =
+        choiceFor(plan::Collective::AllReduce, bytes, static_cast<int>(elementSize(type)), 0);
+    ++calls_[static_cast<std::size_t>(cp.algorithm)];
+    if (cp.algorithm == Algorithm::Board) {
+      runOffPlan(
+          [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
+    } else if (cp.algorithm == Algorithm::Direct) {
+      runOffPlan([&] {
+        direct_->allReduce(asBytes(send), asBytes(recv), bytes, elementSize(type),
+                           combineFor(type, op));
+      });
+    } else {
+      runPlan(cp, static_cast<std::byte*>(recv), send, bytes, type, op);
+    }
   }
   if (op == blinkAvg) divideBy(recv, count, type, size());
 }
@@ -402,16 +425,21 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  if (size() > 1 && oneShot(bytes)) {
-    runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
-  } else if (size() > 1 && direct(bytes)) {
-    runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
-  } else if (size() > 1) {
-    runPlan(plan::Collective::Broadcast, static_cast<std::byte*>(recv),
-            rank() == root ? send : nullptr, bytes, type, blinkSum,
-            job_.plan_rank_of[static_cast<std::size_t>(root)]);
-  } else {
+  if (size() == 1) {
     copyIfDistinct(recv, send, bytes);
+    return;
+  }
+  const int root_plan = job_.plan_rank_of[static_cast<std::size_t>(root)];
+  CachedChoice& cp =
+      choiceFor(plan::Collective::Broadcast, bytes, static_cast<int>(elementSize(type)), root_plan);
+  ++calls_[static_cast<std::size_t>(cp.algorithm)];
+  if (cp.algorithm == Algorithm::Board) {
+    runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+  } else if (cp.algorithm == Algorithm::Direct) {
+    runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+  } else {
+    runPlan(cp, static_cast<std::byte*>(recv), rank() == root ? send : nullptr, bytes, type,
+            blinkSum);
   }
 }
 
@@ -423,23 +451,29 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  if (size() > 1 && oneShot(bytes)) {
-    runOffPlan([&] {
-      one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
-    });
-    if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
-    return;
-  }
-  std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : scratch(bytes);
-  if (size() > 1 && direct(bytes)) {
-    runOffPlan([&] {
-      direct_->reduce(asBytes(send), work, bytes, elementSize(type), combineFor(type, op), root);
-    });
-  } else if (size() > 1) {
-    runPlan(plan::Collective::Reduce, work, send, bytes, type, op,
-            job_.plan_rank_of[static_cast<std::size_t>(root)]);
-  } else {
+  std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : nullptr;
+  if (size() == 1) {
     copyIfDistinct(work, send, bytes);
+  } else {
+    const int root_plan = job_.plan_rank_of[static_cast<std::size_t>(root)];
+    CachedChoice& cp =
+        choiceFor(plan::Collective::Reduce, bytes, static_cast<int>(elementSize(type)), root_plan);
+    ++calls_[static_cast<std::size_t>(cp.algorithm)];
+    if (cp.algorithm == Algorithm::Board) {
+      runOffPlan([&] {
+        one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
+      });
+    } else {
+      if (work == nullptr) work = scratch(bytes);
+      if (cp.algorithm == Algorithm::Direct) {
+        runOffPlan([&] {
+          direct_->reduce(asBytes(send), work, bytes, elementSize(type), combineFor(type, op),
+                          root);
+        });
+      } else {
+        runPlan(cp, work, send, bytes, type, op);
+      }
+    }
   }
   if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
 }
@@ -454,24 +488,31 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   if (bytes == 0) return;
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
-  if (size() > 1 && oneShot(bytes)) {  // comm rank order: no plan ranks involved
+  if (size() == 1) {
+    copyIfDistinct(out, send, block);
+    return;
+  }
+  CachedChoice& cp =
+      choiceFor(plan::Collective::AllGather, bytes, static_cast<int>(elementSize(type)), -1);
+  ++calls_[static_cast<std::size_t>(cp.algorithm)];
+  if (cp.algorithm == Algorithm::Board) {  // comm rank order: no plan ranks involved
     runOffPlan([&] { one_shot_->allGather(asBytes(send), out, block); });
     return;
   }
-  if (size() > 1 && direct(bytes)) {
+  if (cp.algorithm == Algorithm::Direct) {
     runOffPlan([&] { direct_->allGather(asBytes(send), out, block); });
     return;
   }
-  if (identity_ranks_ || size() == 1) {
+  if (identity_ranks_) {
     copyIfDistinct(out + me * block, send, block);
-    if (size() > 1) runPlan(plan::Collective::AllGather, out, nullptr, bytes, type, blinkSum, -1);
+    runPlan(cp, out, nullptr, bytes, type, blinkSum);
     return;
   }
   // Plan rank p's segment is the block of communicator rank comm_rank_of[p].
   std::byte* work = scratch(bytes);
   const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
   std::memcpy(work + mine * block, send, block);
-  runPlan(plan::Collective::AllGather, work, nullptr, bytes, type, blinkSum, -1);
+  runPlan(cp, work, nullptr, bytes, type, blinkSum);
   for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
     std::memcpy(out + static_cast<std::size_t>(job_.comm_rank_of[p]) * block, work + p * block,
                 block);
@@ -491,9 +532,15 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {
     copyIfDistinct(recv, send, block);
-  } else if (oneShot(bytes)) {
+    if (op == blinkAvg) divideBy(recv, recv_count, type, size());
+    return;
+  }
+  CachedChoice& cp =
+      choiceFor(plan::Collective::ReduceScatter, bytes, static_cast<int>(elementSize(type)), -1);
+  ++calls_[static_cast<std::size_t>(cp.algorithm)];
+  if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
-  } else if (direct(bytes)) {
+  } else if (cp.algorithm == Algorithm::Direct) {
     // A result that lands elsewhere in `send` than this rank's own block waits in
     // scratch unless the path allows it (MPI_IN_PLACE puts it at the start).
     auto* out = asBytes(recv);
@@ -508,13 +555,13 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
     // The plan reduces in place, so it works on scratch: the send buffer stays intact.
     std::byte* work = scratch(bytes);
     if (identity_ranks_) {
-      runPlan(plan::Collective::ReduceScatter, work, send, bytes, type, op, -1);
+      runPlan(cp, work, send, bytes, type, op);
     } else {
       for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
         std::memcpy(work + p * block, in + static_cast<std::size_t>(job_.comm_rank_of[p]) * block,
                     block);
       }
-      runPlan(plan::Collective::ReduceScatter, work, nullptr, bytes, type, op, -1);
+      runPlan(cp, work, nullptr, bytes, type, op);
     }
     const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
     std::memmove(recv, work + mine * block, block);
@@ -541,36 +588,46 @@ std::string Communicator::explain() const {
         << job_.topology.device(job_.topology.gpus()[static_cast<std::size_t>(p)]).id;
   }
   out << "\nThis rank's device: " << gpu_note_;
-  out << "\nTransports: shared memory within a node, PMPI point-to-point between nodes\n";
-  if (one_shot_max_ > 0) {
-    out << "Collectives of up to " << one_shot_max_
-        << " bytes: the one-shot shared-memory board (every rank posts its input, reads "
-           "the others'; BLINK_ONE_SHOT_MAX_BYTES)"
-        << (one_shot_ ? "" : ", not used yet") << "\n";
+  out << "\nStreams of plans: " << transports_.describe() << "\n";
+  out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "
+         "hierarchical, ring, dbt) and the node algorithms below"
+      << (forced_text_.empty() ? "" : ", except where BLINK_ALGO=" + forced_text_ + " applies")
+      << "\n";
+  if (node_.board_capacity > 0) {
+    out << "  board: the one-shot shared-memory board for up to " << node_.board_capacity
+        << " bytes (every rank posts its input, reads the others'; BLINK_ONE_SHOT_MAX_BYTES)"
+        << (one_shot_ ? "" : ", not set up yet") << "\n";
   } else {
-    out << "One-shot board: off (" << one_shot_off_ << ")\n";
+    out << "  board: off (" << node_.board_off << ")\n";
   }
-  if (direct_min_ > 0) {
-    out << "AllReduce, Reduce, ReduceScatter, AllGather and Broadcast of " << direct_min_
-        << " bytes or more: the direct path (BLINK_SHM_DIRECT_MIN_BYTES): "
+  if (node_.direct_min > 0) {
+    out << "  direct: the direct path from " << node_.direct_min
+        << " bytes (BLINK_SHM_DIRECT_MIN_BYTES): "
         << (direct_ ? direct_->describe()
                     : std::string(staging_max_ > 0 ? "through a staging area in shared memory"
                                                    : "by cross-memory attach") +
-                          ", not used yet")
+                          ", not set up yet")
         << "\n";
   } else {
-    out << "Direct path: off (" << direct_off_ << ")\n";
+    out << "  direct: off (" << node_.direct_off << ")\n";
   }
-  out << "Plans cached: " << cache_.size() << " (built so far: " << plans_built_ << ")\n";
+  out << "Calls by algorithm:";
+  for (int a = 0; a < kNumAlgorithms; ++a) {
+    out << ' ' << toString(static_cast<Algorithm>(a)) << '=' << calls_[static_cast<std::size_t>(a)];
+  }
+  const plan::TreeCacheStats trees = plan::treeCacheStats();
+  out << "\nPlanning: first decision " << std::max(first_planning_seconds_, 0.0) * 1e3
+      << " ms, all " << plans_built_ << " decisions " << planning_seconds_ * 1e3
+      << " ms; trees packed " << trees.misses << " times (" << trees.packing_seconds * 1e3
+      << " ms) and reused " << trees.hits << " times in this process\n";
+  out << "Decisions cached: " << cache_.size() << "\n";
   for (const PlanKey& key : lru_) {
-    const CachedPlan& cp = cache_.at(key);
-    out << "- " << plan::toString(cp.plan.collective) << ", " << cp.plan.bytes << " bytes, element "
-        << cp.plan.element_size << " bytes";
-    if (cp.plan.root >= 0)
-      out << ", root rank " << job_.comm_rank_of[static_cast<std::size_t>(cp.plan.root)];
-    out << ": " << cp.plan.algorithm << ", chunk " << cp.plan.chunk_bytes << " bytes, "
-        << cp.program.steps.size() << " steps on this rank, hash " << std::hex << cp.plan.hash()
-        << std::dec << "\n";
+    const CachedChoice& cp = cache_.at(key);
+    out << "- " << cp.why << "\n";
+    if (!runsPlan(cp.algorithm)) continue;
+    out << "    plan " << cp.plan.algorithm << ", element " << cp.plan.element_size
+        << " bytes, chunk " << cp.plan.chunk_bytes << " bytes, " << cp.program.steps.size()
+        << " steps on this rank, hash " << std::hex << cp.plan.hash() << std::dec << "\n";
     for (const auto& note : cp.plan.notes) out << "    " << note << "\n";
   }
   return out.str();

@@ -1,18 +1,21 @@
 // A Blink communicator over the ranks of an MPI communicator. Bootstrap uses only
 // PMPI_* (the interposer sits on top of it): a private duplicate of the MPI
 // communicator for Blink's traffic, the rank layout (nodes, local ranks), the
-// topology (job_topology.hpp), shared memory within nodes and PMPI between them.
-// Small collectives on a single node take the one-shot board (shm_one_shot.hpp),
-// large ones the direct path (node_collectives.hpp): a staging area in shared memory
-// (shm_staged.hpp), or cross-memory attach where ranks may read each other.
-// Each other collective finds its plan in a cache keyed by collective, size in bytes,
-// element size and root; a miss builds the plan on every rank (the planner is
-// deterministic), checks that every rank built the same one (hash), and sets up
-// the streams it needs.
+// topology (job_topology.hpp) and the transports the registry picks for streams
+// within and between nodes (transport/registry.hpp).
+//
+// How each call runs is decided in one place, chooseAlgorithm (algorithm_choice.hpp):
+// the node algorithms (the one-shot board, the direct path) and the planner's plans
+// are all candidates with a predicted time; the fastest wins, or BLINK_ALGO's.
+// Each (collective, size in bytes, element size, root) is decided once, on every
+// rank alike (the choice is deterministic), checked across ranks by a hash, and
+// cached with what it needs (a compiled plan and its streams, or the board or the
+// direct path, set up at their first use).
 #pragma once
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -21,14 +24,15 @@
 #include <tuple>
 #include <vector>
 
+#include "algorithms/node_collectives.hpp"
+#include "algorithms/shm_one_shot.hpp"
 #include "blink/blink.h"
 #include "plan/plan.hpp"
+#include "runtime/algorithm_choice.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/rank_layout.hpp"
-#include "transport/shm/node_collectives.hpp"
-#include "transport/shm/shm_one_shot.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/registry.hpp"
 
 namespace blink::runtime {
 
@@ -56,28 +60,36 @@ class Communicator {
                      blinkRedOp_t op);
 
   std::string explain() const;
+  // Decisions cached (one per collective, size, element size and root), and how
+  // many were made (a plan built, or a node algorithm chosen).
   std::size_t cachedPlans() const { return cache_.size(); }
   std::size_t plansBuilt() const { return plans_built_; }
+  // Calls this communicator ran with `algorithm` (size-1 communicators run none).
+  std::uint64_t callsWith(Algorithm algorithm) const {
+    return calls_[static_cast<std::size_t>(algorithm)];
+  }
 
  private:
-  struct CachedPlan {
-    plan::Plan plan;
+  struct CachedChoice {
+    Algorithm algorithm = Algorithm::Trees;
+    plan::Plan plan;  // when the algorithm runs a plan
     Program program;
     std::string why;
+    double predicted_seconds = 0.0;
+    double planning_seconds = 0.0;  // deciding, building and setting up, on this rank
+    std::list<std::tuple<int, std::uint64_t, int, int>>::iterator lru_position;
   };
   using PlanKey = std::tuple<int, std::uint64_t, int, int>;  // collective, bytes, element, root
 
-  CachedPlan& planFor(plan::Collective c, std::uint64_t bytes, int element_size, int root_plan);
-  // Runs the plan on `work`. `input`, when not null, holds this rank's input in the
-  // working buffer's layout and saves copying it into `work` first.
-  void runPlan(plan::Collective c, std::byte* work, const void* input, std::uint64_t bytes,
-               blinkDataType_t type, blinkRedOp_t op, int root_plan);
-  // Whether a collective of `bytes` takes the one-shot board (made at its first use,
-  // on every rank alike). False for good if the board cannot be made.
-  bool oneShot(std::uint64_t bytes);
-  // Whether a collective of `bytes` takes the direct path (made at its first use,
-  // on every rank alike). False for good if it cannot be made.
-  bool direct(std::uint64_t bytes);
+  // The decision for a call, made collectively at its first use (see the top).
+  CachedChoice& choiceFor(plan::Collective c, std::uint64_t bytes, int element_size, int root_plan);
+  // Sets up what `algorithm` needs (the board, the direct path), collectively; false
+  // (on every rank) when it cannot be made, which rules it out from then on.
+  bool ensureNodeAlgorithm(Algorithm algorithm);
+  // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
+  // the working buffer's layout and saves copying it into `work` first.
+  void runPlan(CachedChoice& choice, std::byte* work, const void* input, std::uint64_t bytes,
+               blinkDataType_t type, blinkRedOp_t op);
   // Runs `body` (a call on the board or the direct path) unless the communicator is
   // broken, and breaks it if the call fails midway.
   template <typename Body>
@@ -95,19 +107,23 @@ class Communicator {
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
   double timeout_s_ = 300.0;
-  transport::SingleCopyMode single_copy_ = transport::SingleCopyMode::Automatic;
-  std::unique_ptr<Transport> shm_;
-  std::unique_ptr<Transport> pmpi_;
-  std::size_t one_shot_max_ = 0;  // agreed by every rank; 0 when the ranks span nodes
-  std::unique_ptr<transport::ShmOneShot> one_shot_;
-  std::string one_shot_off_;      // why the board is not used, when one_shot_max_ is 0
-  std::uint64_t direct_min_ = 0;  // agreed by every rank; 0 when the direct path is off
-  std::size_t staging_max_ = 0;   // agreed by every rank; BLINK_SHM_STAGING_BYTES
-  std::unique_ptr<transport::NodeCollectives> direct_;
-  std::string direct_off_;  // why the direct path is not used, when direct_min_ is 0
-  std::map<PlanKey, CachedPlan> cache_;
+  bool cross_memory_allowed_ = true;  // BLINK_SHM_SINGLE_COPY is not 0
+  transport::TransportSelection transports_;
+  std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
+  Transport* within_node_ = nullptr;
+  Transport* between_nodes_ = nullptr;
+  ForcedAlgorithms forced_;
+  std::string forced_text_;      // BLINK_ALGO as given, for explain
+  NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails
+  std::size_t staging_max_ = 0;  // agreed by every rank; BLINK_SHM_STAGING_BYTES
+  std::unique_ptr<algorithms::ShmOneShot> one_shot_;
+  std::unique_ptr<algorithms::NodeCollectives> direct_;
+  std::map<PlanKey, CachedChoice> cache_;
   std::list<PlanKey> lru_;  // most recently used first
   std::size_t plans_built_ = 0;
+  double first_planning_seconds_ = -1.0;  // the first decision's, with the trees it packed
+  double planning_seconds_ = 0.0;         // all decisions together
+  std::array<std::uint64_t, kNumAlgorithms> calls_{};
   std::vector<std::byte> scratch_;
 };
 

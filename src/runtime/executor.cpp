@@ -6,8 +6,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
-#include "runtime/backoff.hpp"
 
 namespace blink::runtime {
 namespace {

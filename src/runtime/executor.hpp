@@ -17,10 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "common/combine.hpp"
 #include "plan/plan.hpp"
-#include "runtime/transport.hpp"
+#include "transport/transport.hpp"
 
 namespace blink::runtime {
+
+using transport::PieceSink;
+using transport::RecvStream;
+using transport::SendStream;
+using transport::StreamKey;
+using transport::Transport;
 
 struct Lane {
   bool is_send = false;
@@ -63,9 +70,6 @@ struct StreamNeeds {
   std::vector<StreamKey> sends, recvs;
 };
 StreamNeeds streamNeeds(const Program& program, const Transport* transport);
-
-// Combines `bytes` of incoming data into `inout` (inout = op(inout, in)).
-using Combine = std::function<void(std::byte* inout, const std::byte* in, std::size_t bytes)>;
 
 struct RunOptions {
   double timeout_seconds = 300.0;

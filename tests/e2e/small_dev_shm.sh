@@ -2,7 +2,7 @@
 # A node whose /dev/shm is small (a default Docker container has 64 MiB): the direct
 # path's staging area cannot grow, or cannot be made at all, and the job goes on with
 # what it has. Each case runs blink_perf (AllReduce, ReduceScatter, AllGather and
-# Broadcast, every result checked) at 2 ranks in a private mount namespace whose
+# Broadcast, every result checked, the direct path forced with BLINK_ALGO) at 2 ranks in a private mount namespace whose
 # /dev/shm is a tmpfs of the given size, and looks for Blink's explanation.
 #   24 MiB: the 4 MiB-per-rank area is made; growing it to 16 MiB for a ReduceScatter,
 #           AllGather or Broadcast fails (a WARN), and larger calls go in rounds
@@ -37,7 +37,7 @@ run_case() {  # run_case SIZE EXPECTED_LINE [ALLREDUCE_EXPECTED_LINE]
     # shellcheck disable=SC2016  # expanded by the inner shell
     unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs -o size="$0" tmpfs /dev/shm &&
                       exec "$@"' "$size" \
-      "$mpiexec" "${flags[@]}" -np 2 -x BLINK_DEBUG=INFO \
+      "$mpiexec" "${flags[@]}" -np 2 -x BLINK_DEBUG=INFO -x BLINK_ALGO=direct \
       "$perf" --collective "$collective" -b 1M -e 16M -f 4 -n 2 -w 1 -c 1 --format csv \
       >"$out.csv" 2>"$out.err" || fail "$collective in a $size /dev/shm exited $?"
     grep -q -- "$expect" "$out.err" || fail "$collective in a $size /dev/shm: no '$expect'"

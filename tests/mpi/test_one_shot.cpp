@@ -18,6 +18,7 @@
 
 namespace {
 
+using blink::runtime::Algorithm;
 using blink::test::ScopedEnv;
 using blink::test::worldRank;
 using blink::test::worldSize;
@@ -41,6 +42,7 @@ TEST(OneShot, EveryCollectiveMatchesPmpiOverManyCallsInARow) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   ScopedEnv limit("BLINK_ONE_SHOT_MAX_BYTES", std::to_string(kMaxBytes));
+  ScopedEnv algo("BLINK_ALGO", "board");
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   const auto un = static_cast<std::size_t>(n);
   for (int call = 0; call < 400; ++call) {
@@ -78,7 +80,7 @@ TEST(OneShot, EveryCollectiveMatchesPmpiOverManyCallsInARow) {
     }
     ASSERT_EQ(out, want) << "call " << call << " kind " << kind << " count " << total;
   }
-  EXPECT_EQ(comm.plansBuilt(), 0u) << "every call fits the board";
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 400u) << "every call fits the board";
 }
 
 // Non-roots of a Reduce never wait for the root's result, and the root of a
@@ -87,6 +89,7 @@ TEST(OneShot, EveryCollectiveMatchesPmpiOverManyCallsInARow) {
 TEST(OneShot, RanksThatRunAheadWaitForASlowReader) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
+  ScopedEnv algo("BLINK_ALGO", "board");
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   const int slow = n - 1;
   const std::size_t count = 1000;
@@ -109,7 +112,7 @@ TEST(OneShot, RanksThatRunAheadWaitForASlowReader) {
     comm.broadcast(buf.data(), buf.data(), count, blinkInt32, 0);
     ASSERT_EQ(buf, data(0, call, count)) << "Broadcast call " << call;
   }
-  EXPECT_EQ(comm.plansBuilt(), 0u);
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 120u);
 }
 
 TEST(OneShot, LargerMessagesTakePlans) {
@@ -119,12 +122,13 @@ TEST(OneShot, LargerMessagesTakePlans) {
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   std::vector<std::int32_t> a(1025, 3), b(1025, 0);
   comm.allReduce(a.data(), b.data(), 1024, blinkInt32, blinkSum);  // exactly 4096 bytes
-  EXPECT_EQ(comm.plansBuilt(), 0u);
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 1u) << comm.explain();
   EXPECT_EQ(b[1023], 3 * n);
-  comm.allReduce(a.data(), b.data(), 1025, blinkInt32, blinkSum);
-  EXPECT_EQ(comm.plansBuilt(), 1u);
+  comm.allReduce(a.data(), b.data(), 1025, blinkInt32, blinkSum);  // only plans apply
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 1u);
+  EXPECT_EQ(comm.callsWith(Algorithm::Direct), 0u);
   EXPECT_EQ(b[1024], 3 * n);
-  EXPECT_NE(comm.explain().find("up to 4096 bytes: the one-shot shared-memory board"),
+  EXPECT_NE(comm.explain().find("board: the one-shot shared-memory board for up to 4096 bytes"),
             std::string::npos)
       << comm.explain();
 }
@@ -137,9 +141,8 @@ TEST(OneShot, ZeroTurnsItOff) {
   std::vector<std::int32_t> a(4, 5), b(4, 0);
   comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
   EXPECT_EQ(b[3], 5 * n);
-  EXPECT_EQ(comm.plansBuilt(), 1u);
-  EXPECT_NE(comm.explain().find("One-shot board: off (BLINK_ONE_SHOT_MAX_BYTES=0)"),
-            std::string::npos);
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 0u);
+  EXPECT_NE(comm.explain().find("board: off (BLINK_ONE_SHOT_MAX_BYTES=0)"), std::string::npos);
 }
 
 TEST(OneShot, CommunicatorsAcrossNodesUsePlans) {
@@ -151,8 +154,8 @@ TEST(OneShot, CommunicatorsAcrossNodesUsePlans) {
   std::vector<std::int32_t> a(16, rank), b(16, 0);
   comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
   EXPECT_EQ(b[15], n * (n - 1) / 2);
-  EXPECT_EQ(comm.plansBuilt(), 1u);
-  EXPECT_NE(comm.explain().find("One-shot board: off (the ranks span nodes)"), std::string::npos);
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 0u);
+  EXPECT_NE(comm.explain().find("board: off (the ranks span nodes)"), std::string::npos);
 }
 
 TEST(OneShot, TheSettingMustBeTheSameOnEveryRank) {

@@ -21,16 +21,26 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/shm_staged.hpp"
 #include "blink/blink.h"
 #include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
-#include "transport/shm/shm_staged.hpp"
 
 namespace {
 
+using blink::runtime::Algorithm;
 using blink::test::ScopedEnv;
+
 using blink::test::worldRank;
 using blink::test::worldSize;
+
+std::uint64_t callsOtherThan(const blink::runtime::Communicator& comm, Algorithm algorithm) {
+  std::uint64_t calls = 0;
+  for (int a = 0; a < blink::runtime::kNumAlgorithms; ++a) {
+    if (static_cast<Algorithm>(a) != algorithm) calls += comm.callsWith(static_cast<Algorithm>(a));
+  }
+  return calls;
+}
 
 // Small integers, distinct per rank, call and index: sums and products of them are
 // exact in every type below, floats included, so results compare exactly.
@@ -48,8 +58,10 @@ std::vector<T> data(int rank, int call, std::size_t count) {
   return v;
 }
 
-// Every call of 16 bytes or more takes the direct path (the board is off).
+// Every call of 16 bytes or more takes the direct path (the board is off, and
+// BLINK_ALGO forces the direct path where it applies).
 struct DirectFromSmallSizes {
+  ScopedEnv algo{"BLINK_ALGO", "direct"};
   ScopedEnv board{"BLINK_ONE_SHOT_MAX_BYTES", "0"};
   ScopedEnv direct{"BLINK_SHM_DIRECT_MIN_BYTES", "16"};
   ScopedEnv single_copy{"BLINK_SHM_SINGLE_COPY", "AUTO"};
@@ -75,7 +87,7 @@ std::string stagingBytesFor(Mover mover) {
     case Mover::Staged:
       return "33554432";
     case Mover::StagedInRounds:
-      return std::to_string(blink::transport::ShmStaged::minimumBytesPerRank(worldSize()));
+      return std::to_string(blink::algorithms::ShmStaged::minimumBytesPerRank(worldSize()));
     case Mover::CrossMemory:
       return "0";
   }
@@ -197,8 +209,9 @@ TEST_P(DirectPath, EveryCollectiveMatchesPmpi) {
     checkEveryCollective<std::uint64_t>(comm, blinkUint64, MPI_UINT64_T, blinkProd, MPI_PROD, count,
                                         call++);
   }
-  EXPECT_EQ(comm.plansBuilt(), 0u) << "every call took the direct path";
-  EXPECT_NE(comm.explain().find("16 bytes or more: the direct path"), std::string::npos)
+  EXPECT_EQ(callsOtherThan(comm, Algorithm::Direct), 0u) << "every call took the direct path";
+  EXPECT_GT(comm.callsWith(Algorithm::Direct), 0u);
+  EXPECT_NE(comm.explain().find("direct: the direct path from 16 bytes"), std::string::npos)
       << comm.explain();
   const bool staged = GetParam() != Mover::CrossMemory;
   EXPECT_NE(comm.explain().find(staged ? "staging area" : "cross-memory attach"), std::string::npos)
@@ -216,7 +229,7 @@ TEST_P(DirectPath, LargeCallsMatchPmpi) {
                                        call);
   }
   checkEveryCollective<float>(comm, blinkFloat32, MPI_FLOAT, blinkMax, MPI_MAX, count, 1);
-  EXPECT_EQ(comm.plansBuilt(), 0u);
+  EXPECT_EQ(callsOtherThan(comm, Algorithm::Direct), 0u);
 }
 
 TEST_P(DirectPath, AvgDividesOnce) {
@@ -258,7 +271,7 @@ TEST_P(DirectPath, BuffersAreFreeTheMomentACallReturns) {
     comm.broadcast(buf.data(), buf.data(), count, blinkInt32, 0);
     ASSERT_EQ(buf, (data<std::int32_t>(0, call, count))) << "Broadcast call " << call;
   }
-  EXPECT_EQ(comm.plansBuilt(), 0u);
+  EXPECT_EQ(callsOtherThan(comm, Algorithm::Direct), 0u);
 }
 
 // A Broadcast's readers write nothing in its round, so the AllReduce after it may
@@ -284,9 +297,11 @@ TEST_P(DirectPath, ARoundThatOnlyReadsLeavesTheHalvesToLateReaders) {
     comm.broadcast(buf.data(), buf.data(), count, blinkInt32, root);
     ASSERT_EQ(buf, (data<std::int32_t>(root, call, count))) << "Broadcast call " << call;
   }
-  EXPECT_EQ(comm.plansBuilt(), 0u);
+  EXPECT_EQ(callsOtherThan(comm, Algorithm::Direct), 0u);
 }
 
+// Neither node algorithm applies between the board's capacity and the direct path's
+// minimum: the planner's plans are the only candidates there.
 TEST(ShmDirect, SizesBetweenTheBoardAndTheDirectPathTakePlans) {
   const int n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
@@ -296,12 +311,13 @@ TEST(ShmDirect, SizesBetweenTheBoardAndTheDirectPathTakePlans) {
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   std::vector<std::int32_t> a(4096, 3), b(4096, 0);
   comm.allReduce(a.data(), b.data(), 1024, blinkInt32, blinkSum);  // 4096 bytes: the board
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 1u) << comm.explain();
   comm.allReduce(a.data(), b.data(), 2047, blinkInt32, blinkSum);  // 8188 bytes: a plan
-  EXPECT_EQ(comm.plansBuilt(), 1u);
+  EXPECT_EQ(callsOtherThan(comm, Algorithm::Board) - comm.callsWith(Algorithm::Direct), 1u);
   EXPECT_EQ(b[2046], 3 * n);
-  comm.allReduce(a.data(), b.data(), 2048, blinkInt32, blinkSum);  // 8192 bytes: direct
+  comm.allReduce(a.data(), b.data(), 2048, blinkInt32, blinkSum);  // 8192 bytes: any
   comm.allReduce(a.data(), b.data(), 4096, blinkInt32, blinkSum);
-  EXPECT_EQ(comm.plansBuilt(), 1u);
+  EXPECT_EQ(comm.plansBuilt(), 4u);
   EXPECT_EQ(b[4095], 3 * n);
 }
 
@@ -326,9 +342,8 @@ TEST(ShmDirect, SettingsTurnItOff) {
     std::vector<std::int32_t> a(1000, 5), b(1000, 0);
     comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
     EXPECT_EQ(b[999], 5 * n);
-    EXPECT_EQ(comm.plansBuilt(), 1u) << c.why;
-    EXPECT_NE(comm.explain().find(std::string("Direct path: off (") + c.why + ")"),
-              std::string::npos)
+    EXPECT_EQ(comm.callsWith(Algorithm::Direct), 0u) << c.why;
+    EXPECT_NE(comm.explain().find(std::string("direct: off (") + c.why + ")"), std::string::npos)
         << comm.explain();
   }
 }
@@ -344,7 +359,7 @@ TEST(ShmDirect, TheWayBytesMoveFollowsTheSettings) {
     const char* expect;
   };
   const std::string too_small =
-      std::to_string(blink::transport::ShmStaged::minimumBytesPerRank(n) - 1);
+      std::to_string(blink::algorithms::ShmStaged::minimumBytesPerRank(n) - 1);
   const Case cases[] = {
       {"33554432", "0", "staging area in shared memory"},
       {"0", "AUTO", "cross-memory attach"},
@@ -358,7 +373,7 @@ TEST(ShmDirect, TheWayBytesMoveFollowsTheSettings) {
     std::vector<std::int32_t> a(1000, 5), b(1000, 0);
     comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
     EXPECT_EQ(b[999], 5 * n);
-    EXPECT_EQ(comm.plansBuilt(), 0u);
+    EXPECT_EQ(comm.callsWith(Algorithm::Direct), 1u);
     const std::string explain = comm.explain();
     EXPECT_NE(explain.find(c.expect), std::string::npos)
         << "staging " << c.staging << ", single copy " << c.single_copy << ":\n"
@@ -410,8 +425,8 @@ TEST(ShmDirect, CommunicatorsAcrossNodesUsePlans) {
   std::vector<std::int32_t> a(1000, rank), b(1000, 0);
   comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
   EXPECT_EQ(b[999], n * (n - 1) / 2);
-  EXPECT_EQ(comm.plansBuilt(), 1u);
-  EXPECT_NE(comm.explain().find("Direct path: off (the ranks span nodes)"), std::string::npos)
+  EXPECT_EQ(comm.callsWith(Algorithm::Direct), 0u);
+  EXPECT_NE(comm.explain().find("direct: off (the ranks span nodes)"), std::string::npos)
       << comm.explain();
 }
 

@@ -8,8 +8,6 @@
 namespace blink::transport {
 namespace {
 
-using runtime::StreamKey;
-
 // Messages are chunks of a plan, far below INT_MAX bytes; anything larger is
 // split into pieces of this size, each its own MPI message on the same tag.
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;
@@ -58,7 +56,7 @@ class PendingPiece {
   std::size_t piece_ = 0;
 };
 
-class PmpiSendStream final : public runtime::SendStream {
+class PmpiSendStream final : public SendStream {
  public:
   PmpiSendStream(MPI_Comm comm, int peer, int tag) : piece_(comm, peer, tag) {}
 
@@ -75,11 +73,11 @@ class PmpiSendStream final : public runtime::SendStream {
   PendingPiece piece_;
 };
 
-class PmpiRecvStream final : public runtime::RecvStream {
+class PmpiRecvStream final : public RecvStream {
  public:
   PmpiRecvStream(MPI_Comm comm, int peer, int tag) : piece_(comm, peer, tag) {}
 
-  bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
+  bool pull(std::size_t bytes, std::size_t& received, const PieceSink& sink) override {
     while (received < bytes) {
       if (piece_.idle()) {
         const std::size_t n = std::min(kMaxPiece, bytes - received);
@@ -128,13 +126,13 @@ void PmpiTransport::ensureStreams(const std::vector<StreamKey>& sends,
   }
 }
 
-runtime::SendStream& PmpiTransport::sendStream(StreamKey key) {
+SendStream& PmpiTransport::sendStream(StreamKey key) {
   auto it = sends_.find(key);
   if (it == sends_.end()) throw Error(blinkInternalError, "pmpi transport: no such send stream");
   return *it->second;
 }
 
-runtime::RecvStream& PmpiTransport::recvStream(StreamKey key) {
+RecvStream& PmpiTransport::recvStream(StreamKey key) {
   auto it = recvs_.find(key);
   if (it == recvs_.end()) throw Error(blinkInternalError, "pmpi transport: no such receive stream");
   return *it->second;

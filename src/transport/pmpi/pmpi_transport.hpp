@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/transport.hpp"
+#include "transport/transport.hpp"
 
 namespace blink::transport {
 
-class PmpiTransport final : public runtime::Transport {
+class PmpiTransport final : public Transport {
  public:
   explicit PmpiTransport(MPI_Comm comm);  // not owned
   ~PmpiTransport() override;
@@ -22,16 +22,16 @@ class PmpiTransport final : public runtime::Transport {
   PmpiTransport& operator=(const PmpiTransport&) = delete;
 
   std::string name() const override { return "pmpi"; }
-  void ensureStreams(const std::vector<runtime::StreamKey>& sends,
-                     const std::vector<runtime::StreamKey>& recvs) override;
-  runtime::SendStream& sendStream(runtime::StreamKey key) override;
-  runtime::RecvStream& recvStream(runtime::StreamKey key) override;
+  void ensureStreams(const std::vector<StreamKey>& sends,
+                     const std::vector<StreamKey>& recvs) override;
+  SendStream& sendStream(StreamKey key) override;
+  RecvStream& recvStream(StreamKey key) override;
 
  private:
   MPI_Comm comm_;
   int tag_ub_ = 32767;
-  std::map<runtime::StreamKey, std::unique_ptr<runtime::SendStream>> sends_;
-  std::map<runtime::StreamKey, std::unique_ptr<runtime::RecvStream>> recvs_;
+  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
+  std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
 };
 
 }  // namespace blink::transport

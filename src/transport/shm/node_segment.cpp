@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "common/mpi_wait.hpp"
 
 namespace blink::transport {
 namespace {
@@ -35,8 +35,8 @@ ShmSegment mapNodeSegment(MPI_Comm node_comm, std::size_t bytes, double timeout_
     }
   }
   std::vector<char> names(static_cast<std::size_t>(size) * kNameBytes);
-  runtime::allgatherWithin(name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm,
-                           timeout_seconds, what + ": exchanging its name");
+  allgatherWithin(name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm,
+                  timeout_seconds, what + ": exchanging its name");
   if (rank != 0 && names[0] != '!') {
     try {
       segment = ShmSegment::open(std::string(names.data()));
@@ -50,8 +50,8 @@ ShmSegment mapNodeSegment(MPI_Comm node_comm, std::size_t bytes, double timeout_
     }
   }
   int ok = failure.empty() && names[0] != '!' ? 1 : 0, all_ok = 0;
-  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds,
-                           what + ": confirming the mappings");
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds,
+                  what + ": confirming the mappings");
   segment.unlink();
   if (!failure.empty()) throw Error(blinkSystemError, failure);
   if (all_ok == 0) {

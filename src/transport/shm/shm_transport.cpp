@@ -10,14 +10,12 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "common/mpi_wait.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/node_segment.hpp"
 
 namespace blink::transport {
 namespace {
-
-using runtime::StreamKey;
 
 constexpr std::uint64_t kMagic = 0x424c494e4b53484dULL;  // "BLINKSHM"
 constexpr std::size_t kNameBytes = 64;
@@ -79,7 +77,7 @@ struct SingleCopyDescriptor {
   std::uint64_t bytes;
 };
 
-class ShmSendStream final : public runtime::SendStream {
+class ShmSendStream final : public SendStream {
  public:
   ShmSendStream(Fifo fifo, const SingleCopyState& single_copy)
       : fifo_(fifo), single_copy_(single_copy), written_(fifo.written().load()) {}
@@ -128,7 +126,7 @@ class ShmSendStream final : public runtime::SendStream {
   std::uint64_t descriptor_sequence_ = 0;
 };
 
-class ShmRecvStream final : public runtime::RecvStream {
+class ShmRecvStream final : public RecvStream {
  public:
   ShmRecvStream(Fifo fifo, SingleCopyState& single_copy, int sender)
       : fifo_(fifo),
@@ -136,7 +134,7 @@ class ShmRecvStream final : public runtime::RecvStream {
         sender_(sender),
         consumed_(fifo.consumed().load()) {}
 
-  bool pull(std::size_t bytes, std::size_t& received, const runtime::PieceSink& sink) override {
+  bool pull(std::size_t bytes, std::size_t& received, const PieceSink& sink) override {
     if (received >= bytes) return true;
     if (single_copy_.takes(bytes)) {
       return pullSingleCopy(bytes, received, [this, &sink](std::size_t at, std::size_t n) {
@@ -232,8 +230,8 @@ void ShmTransport::probeSingleCopy() {
   const std::uint64_t mine[2] = {static_cast<std::uint64_t>(getpid()),
                                  reinterpret_cast<std::uint64_t>(&probe_word_)};
   std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(node_size));
-  runtime::allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm_, options_.timeout_seconds,
-                           "shared memory: exchanging process ids");
+  allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm_, options_.timeout_seconds,
+                  "shared memory: exchanging process ids");
   int node_rank = 0;
   checkSetUpCall(PMPI_Comm_rank(node_comm_, &node_rank), "shared-memory", "MPI_Comm_rank");
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -251,8 +249,8 @@ void ShmTransport::probeSingleCopy() {
     }
   }
   int all_ok = 0;
-  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
-                           "shared memory: agreeing on single copy");
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
+                  "shared memory: agreeing on single copy");
   single_copy_->enabled = all_ok == 1 && node_size > 1;
   single_copy_->pid_of_rank.assign(node_rank_of_.size(), 0);
   for (std::size_t r = 0; r < node_rank_of_.size(); ++r) {
@@ -331,9 +329,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
 
   // 2. Everyone learns every segment name; senders map the segments they write to.
   std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
-  runtime::allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(),
-                           node_comm_, options_.timeout_seconds,
-                           "shared memory: exchanging segment names");
+  allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm_,
+                  options_.timeout_seconds, "shared memory: exchanging segment names");
   bool peer_failed = false;
   for (int r = 0; r < node_size; ++r)
     peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
@@ -381,8 +378,8 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
 
   // 3. Once every sender has mapped, the names are no longer needed.
   int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
-                           "shared memory: confirming the mappings");
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
+                  "shared memory: confirming the mappings");
   created.unlink();
   if (created.data() != nullptr) own_segments_.push_back(std::move(created));
   if (!failure.empty()) throw Error(blinkSystemError, failure);  // each names "shared memory"
@@ -397,7 +394,7 @@ void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
   }
 }
 
-runtime::SendStream& ShmTransport::sendStream(StreamKey key) {
+SendStream& ShmTransport::sendStream(StreamKey key) {
   auto it = sends_.find(key);
   if (it == sends_.end()) {
     throw Error(blinkInternalError, "shared memory: no send stream to rank " +
@@ -407,7 +404,7 @@ runtime::SendStream& ShmTransport::sendStream(StreamKey key) {
   return *it->second;
 }
 
-runtime::RecvStream& ShmTransport::recvStream(StreamKey key) {
+RecvStream& ShmTransport::recvStream(StreamKey key) {
   auto it = recvs_.find(key);
   if (it == recvs_.end()) {
     throw Error(blinkInternalError, "shared memory: no receive stream from rank " +

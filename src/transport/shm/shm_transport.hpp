@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/transport.hpp"
 #include "transport/shm/shm_segment.hpp"
+#include "transport/transport.hpp"
 
 namespace blink::transport {
 
@@ -58,7 +58,7 @@ struct SingleCopyState {
   bool takes(std::size_t bytes) const { return enabled && bytes >= min_bytes; }
 };
 
-class ShmTransport final : public runtime::Transport {
+class ShmTransport final : public Transport {
  public:
   // `node_comm`: the ranks of this node (not owned); `node_rank_of`: for every rank
   // of the Blink communicator its rank in node_comm, or -1 when on another node.
@@ -69,10 +69,10 @@ class ShmTransport final : public runtime::Transport {
   ShmTransport& operator=(const ShmTransport&) = delete;
 
   std::string name() const override { return "shm"; }
-  void ensureStreams(const std::vector<runtime::StreamKey>& sends,
-                     const std::vector<runtime::StreamKey>& recvs) override;
-  runtime::SendStream& sendStream(runtime::StreamKey key) override;
-  runtime::RecvStream& recvStream(runtime::StreamKey key) override;
+  void ensureStreams(const std::vector<StreamKey>& sends,
+                     const std::vector<StreamKey>& recvs) override;
+  SendStream& sendStream(StreamKey key) override;
+  RecvStream& recvStream(StreamKey key) override;
 
   // Bytes of shared memory this rank has created (for diagnostics).
   std::size_t bytesOwned() const { return bytes_owned_; }
@@ -92,8 +92,8 @@ class ShmTransport final : public runtime::Transport {
   // What every peer reads back from this process to prove cross-memory attach works.
   std::uint64_t probe_word_;
   std::unique_ptr<SingleCopyState> single_copy_;  // before the streams that refer to it
-  std::map<runtime::StreamKey, std::unique_ptr<runtime::SendStream>> sends_;
-  std::map<runtime::StreamKey, std::unique_ptr<runtime::RecvStream>> recvs_;
+  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
+  std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
   std::size_t bytes_owned_ = 0;
 };
 

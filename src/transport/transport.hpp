@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace blink::runtime {
+namespace blink::transport {
 
 // Called for each piece of a message as it arrives: (offset within the message,
 // the piece, its length). Pieces arrive in order and are valid only during the call.
@@ -91,4 +91,4 @@ class Transport {
   virtual RecvStream& recvStream(StreamKey key) = 0;
 };
 
-}  // namespace blink::runtime
+}  // namespace blink::transport

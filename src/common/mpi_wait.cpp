@@ -1,9 +1,9 @@
-#include "runtime/mpi_wait.hpp"
+#include "common/mpi_wait.hpp"
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
-#include "runtime/backoff.hpp"
 
-namespace blink::runtime {
+namespace blink {
 
 void waitWithin(MPI_Request& request, double timeout_seconds, const std::string& what) {
   Backoff backoff(timeout_seconds);
@@ -39,4 +39,4 @@ void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv,
   waitWithin(request, timeout_seconds, what);
 }
 
-}  // namespace blink::runtime
+}  // namespace blink

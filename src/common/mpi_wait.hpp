@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace blink::runtime {
+namespace blink {
 
 // Waits for `request` with the Backoff policy; throws blink::Error(blinkTimeout)
 // naming `what` after `timeout_seconds` without completion (the request is then
@@ -22,4 +22,4 @@ void allreduceWithin(const void* send, void* recv, int count, MPI_Datatype type,
 void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv, MPI_Comm comm,
                      double timeout_seconds, const std::string& what);
 
-}  // namespace blink::runtime
+}  // namespace blink

@@ -1,4 +1,4 @@
-#include "runtime/backoff.hpp"
+#include "common/backoff.hpp"
 
 #include <sched.h>
 
@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 
-namespace blink::runtime {
+namespace blink {
 namespace {
 
 // Spins cover a peer that is running on another core right now; yields cover a
@@ -67,4 +67,4 @@ void throwPeerTimeout(const char* collective, std::size_t bytes, const char* pat
   throw Error(blinkTimeout, out.str());
 }
 
-}  // namespace blink::runtime
+}  // namespace blink

@@ -1,4 +1,4 @@
-#include "transport/shm/shm_direct.hpp"
+#include "algorithms/shm_direct.hpp"
 
 #include <unistd.h>
 
@@ -8,13 +8,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
-#include "runtime/backoff.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "common/mpi_wait.hpp"
 #include "transport/shm/cross_memory.hpp"
 #include "transport/shm/node_segment.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x424c494e4b444952ULL;  // "BLINKDIR"
@@ -29,32 +29,32 @@ std::uint64_t addressOf(const std::byte* p) {
 
 ShmDirect::ShmDirect(MPI_Comm node_comm, double timeout_seconds)
     : timeout_seconds_(timeout_seconds), probe_word_(kMagic) {
-  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "direct path", "MPI_Comm_rank");
-  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "direct path", "MPI_Comm_size");
-  segment_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
-                            timeout_seconds_, "direct path");
+  transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "direct path", "MPI_Comm_rank");
+  transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "direct path", "MPI_Comm_size");
+  segment_ = transport::mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
+                                       timeout_seconds_, "direct path");
 
   // Every rank reads a word of every other; the path exists only if all reads work.
   const std::uint64_t mine[2] = {static_cast<std::uint64_t>(getpid()),
                                  reinterpret_cast<std::uint64_t>(&probe_word_)};
   std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(size_));
-  runtime::allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm, timeout_seconds_,
-                           "direct path: exchanging process ids");
+  allgatherWithin(mine, 2, MPI_UINT64_T, all.data(), node_comm, timeout_seconds_,
+                  "direct path: exchanging process ids");
   std::string failure;
   pids_.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
     const auto at = 2 * static_cast<std::size_t>(r);
     pids_[static_cast<std::size_t>(r)] = static_cast<long>(all[at]);
     if (r != rank_ && failure.empty() &&
-        !canReadPeerWord(static_cast<long>(all[at]), all[at + 1], kMagic)) {
+        !transport::canReadPeerWord(static_cast<long>(all[at]), all[at + 1], kMagic)) {
       failure = "direct path: node rank " + std::to_string(rank_) +
                 " cannot read the memory of node rank " + std::to_string(r) + " (pid " +
                 std::to_string(all[at]) + "): " + std::strerror(errno);
     }
   }
   int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  runtime::allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
-                           "direct path: agreeing that every rank can read the others");
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
+                  "direct path: agreeing that every rank can read the others");
   if (!failure.empty()) throw Error(blinkUnsupported, failure);
   if (all_ok == 0) {
     throw Error(blinkUnsupported,
@@ -87,8 +87,8 @@ void ShmDirect::publish(std::uint64_t Control::*field) {
 }
 
 void ShmDirect::awaitCounter(int rank, std::uint64_t Control::*field, const char* what_for) {
-  runtime::awaitCounter(control(rank).*field, call_, timeout_seconds_,
-                        [&](double seconds) { timedOut(rank, what_for, seconds); });
+  blink::awaitCounter(control(rank).*field, call_, timeout_seconds_,
+                      [&](double seconds) { timedOut(rank, what_for, seconds); });
 }
 
 std::uint64_t ShmDirect::peerAddress(int rank, std::uint64_t Control::*field) const {
@@ -96,11 +96,11 @@ std::uint64_t ShmDirect::peerAddress(int rank, std::uint64_t Control::*field) co
 }
 
 void ShmDirect::read(int rank, std::uint64_t address, std::byte* to, std::size_t n) const {
-  if (n > 0) readPeerMemory(pids_[static_cast<std::size_t>(rank)], address, to, n, rank);
+  if (n > 0) transport::readPeerMemory(pids_[static_cast<std::size_t>(rank)], address, to, n, rank);
 }
 
 void ShmDirect::reduceSegment(const std::byte* mine, std::byte* out, std::size_t offset,
-                              std::size_t n, const runtime::Combine& combine) {
+                              std::size_t n, const Combine& combine) {
   for (int r = 0; r < size_; ++r) {
     if (r != rank_) awaitCounter(r, &Control::posted, "to post its buffers");
   }
@@ -133,12 +133,12 @@ void ShmDirect::finish() {
 }
 
 void ShmDirect::timedOut(int rank, const char* what_for, double seconds) const {
-  runtime::throwPeerTimeout(collective_, bytes_, "direct path, cross-memory attach", call_, rank_,
-                            rank, what_for, seconds);
+  blink::throwPeerTimeout(collective_, bytes_, "direct path, cross-memory attach", call_, rank_,
+                          rank, what_for, seconds);
 }
 
 void ShmDirect::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                          std::size_t element_bytes, const runtime::Combine& combine) {
+                          std::size_t element_bytes, const Combine& combine) {
   begin("AllReduce", bytes);
   post(in, out);
   const std::size_t elements = bytes / element_bytes;
@@ -165,12 +165,12 @@ void ShmDirect::allReduce(const std::byte* in, std::byte* out, std::size_t bytes
 }
 
 void ShmDirect::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                       std::size_t element_bytes, const runtime::Combine& combine, int /*root*/) {
+                       std::size_t element_bytes, const Combine& combine, int /*root*/) {
   allReduce(in, out, bytes, element_bytes, combine);
 }
 
 void ShmDirect::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                              const runtime::Combine& combine) {
+                              const Combine& combine) {
   begin("ReduceScatter", static_cast<std::size_t>(size_) * block_bytes);
   post(in, out);
   const std::size_t offset = static_cast<std::size_t>(rank_) * block_bytes;
@@ -210,4 +210,4 @@ void ShmDirect::broadcast(const std::byte* in, std::byte* out, std::size_t bytes
   publish(&Control::done);  // nobody reads this rank's buffers
 }
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

@@ -16,9 +16,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/executor.hpp"
+#include "algorithms/host_memory_model.hpp"
+#include "common/combine.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 
 class NodeCollectives {
  public:
@@ -27,14 +28,14 @@ class NodeCollectives {
   // `in` may equal `out` (in place). `element_bytes` divides `bytes`; ranks' shares
   // are cut on element boundaries.
   virtual void allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                         std::size_t element_bytes, const runtime::Combine& combine) = 0;
+                         std::size_t element_bytes, const Combine& combine) = 0;
   // The result lands in `out` on `root`; elsewhere `out` is working space of `bytes`
   // (its contents afterwards are unspecified). `in` may equal `out` on the root.
   virtual void reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                      std::size_t element_bytes, const runtime::Combine& combine, int root) = 0;
+                      std::size_t element_bytes, const Combine& combine, int root) = 0;
   // `in` holds size() blocks; `out` may be in + rank * block_bytes.
   virtual void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                             const runtime::Combine& combine) = 0;
+                             const Combine& combine) = 0;
   // `in` may be out + rank * block_bytes.
   virtual void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) = 0;
   // `in` is read on the root only; it may equal `out`.
@@ -46,6 +47,13 @@ class NodeCollectives {
   // MPI_IN_PLACE layout) without a scratch copy.
   virtual bool reduceScatterIntoInputStart() const = 0;
 };
+
+// The cost model of the direct path through the staging area: what each rank
+// writes to the area and reads from it for a call of `bytes` (the whole buffer, as
+// for ShmOneShot::traffic), and the synchronisations of its rounds. The
+// cross-memory-attach variant moves no more bytes and synchronises less, so the
+// staging area's figures bound both.
+Traffic directTraffic(plan::Collective collective, std::uint64_t bytes, int ranks, int root);
 
 struct NodeCollectivesChoice {
   std::unique_ptr<NodeCollectives> mover;  // null when neither way could be set up
@@ -60,4 +68,4 @@ NodeCollectivesChoice makeNodeCollectives(MPI_Comm node_comm, std::size_t stagin
                                           bool cross_memory_allowed, double timeout_seconds,
                                           bool log);
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

@@ -24,10 +24,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/executor.hpp"
+#include "algorithms/host_memory_model.hpp"
+#include "common/combine.hpp"
 #include "transport/shm/shm_segment.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 
 class ShmOneShot {
  public:
@@ -38,18 +39,22 @@ class ShmOneShot {
 
   std::size_t capacity() const { return capacity_; }
 
+  // The cost model: what each rank writes to the board and reads from it in a call
+  // of `bytes` (the whole buffer: size * block for AllGather and ReduceScatter) among
+  // `ranks` ranks, `root` the plan rank of a rooted call. One synchronisation.
+  static Traffic traffic(plan::Collective collective, std::uint64_t bytes, int ranks, int root);
+
   // `bytes` <= capacity() in each (for reduceScatter: size * block_bytes). `in` may
   // equal `out` (in place; for allGather `in` may be out + rank * block_bytes).
-  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                 const runtime::Combine& combine);
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine);
   // `in` is read on the root only.
   void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
   // `out` is written on the root only.
-  void reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-              const runtime::Combine& combine, int root);
+  void reduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
+              int root);
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const runtime::Combine& combine);
+                     const Combine& combine);
 
  private:
   struct alignas(64) Control {
@@ -68,7 +73,7 @@ class ShmOneShot {
   void finish();
   [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
 
-  ShmSegment segment_;
+  transport::ShmSegment segment_;
   int rank_ = 0;
   int size_ = 0;
   std::size_t capacity_ = 0;
@@ -78,4 +83,4 @@ class ShmOneShot {
   std::size_t bytes_ = 0;
 };
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

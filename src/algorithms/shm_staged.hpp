@@ -14,7 +14,7 @@
 // s - 2 out, reduces piece s - 1 and stages piece s. A piece is read by the peers
 // while it is still in a cache, and the rounds are small (256 KiB per rank, 1 MiB
 // where ranks share cores), so the area itself stays in cache. Writes into the area
-// go through a StagingWriter (streaming_copy.hpp), which leaves the cache when the
+// go through a transport::StagingWriter (streaming_copy.hpp), which leaves the cache when the
 // peers' hold on the lines from the last round makes cached stores crawl.
 //
 // Each rank's part has two halves; the control line says which half each round
@@ -36,11 +36,11 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/shm/node_collectives.hpp"
+#include "algorithms/node_collectives.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/shm/streaming_copy.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 
 class ShmStaged final : public NodeCollectives {
  public:
@@ -51,11 +51,11 @@ class ShmStaged final : public NodeCollectives {
   ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double timeout_seconds);
 
   void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-                 const runtime::Combine& combine) override;
+                 const Combine& combine) override;
   void reduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-              const runtime::Combine& combine, int root) override;
+              const Combine& combine, int root) override;
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const runtime::Combine& combine) override;
+                     const Combine& combine) override;
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;
   void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) override;
   std::string describe() const override;
@@ -99,7 +99,7 @@ class ShmStaged final : public NodeCollectives {
   // AllReduce (root < 0) or Reduce to `root`: the same rounds, but only the ranks
   // that get the result copy the owners' shares out.
   void reduceTo(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-                const runtime::Combine& combine, int root);
+                const Combine& combine, int root);
   void begin(const char* collective, std::size_t bytes, std::size_t half_bytes_wanted);
   // Grows the area (collectively) towards `half_bytes_wanted` per half.
   void reserve(std::size_t half_bytes_wanted);
@@ -119,26 +119,26 @@ class ShmStaged final : public NodeCollectives {
   // this round, from `in_slot` bytes on, in pieces that stay in cache; `result`,
   // when not null, gets a copy.
   void reduceShare(const std::byte* mine, std::byte* out, std::byte* result, std::uint64_t round,
-                   std::size_t in_slot, std::size_t n, const runtime::Combine& combine);
+                   std::size_t in_slot, std::size_t n, const Combine& combine);
 
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 0;
   double timeout_seconds_ = 300.0;
   std::size_t max_per_rank_ = 0;
-  std::size_t per_rank_ = 0;     // both halves
-  ShmSegment controls_;          // one Control per rank; counters never restart
-  ShmSegment area_;              // size_ parts of per_rank_ bytes, remade as it grows
-  std::uint64_t round_ = 0;      // the round in progress (rounds count from 1)
-  std::uint64_t call_ = 0;       // the call in progress, for messages
-  std::uint64_t piece_ = 0;      // AllReduce and Reduce pieces before this round
-  std::uint64_t last_half_ = 0;  // the half this rank wrote last
+  std::size_t per_rank_ = 0;        // both halves
+  transport::ShmSegment controls_;  // one Control per rank; counters never restart
+  transport::ShmSegment area_;      // size_ parts of per_rank_ bytes, remade as it grows
+  std::uint64_t round_ = 0;         // the round in progress (rounds count from 1)
+  std::uint64_t call_ = 0;          // the call in progress, for messages
+  std::uint64_t piece_ = 0;         // AllReduce and Reduce pieces before this round
+  std::uint64_t last_half_ = 0;     // the half this rank wrote last
   std::uint64_t last_round_of_half_[2] = {0, 0};
   std::size_t reduce_slot_bytes_ = 0;  // an AllReduce round's slot per rank, at most
   std::string grow_failure_;           // why the area stopped growing, if it did
-  StagingWriter writer_;
+  transport::StagingWriter writer_;
   const char* collective_ = "";
   std::size_t bytes_ = 0;
 };
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

@@ -1,4 +1,4 @@
-#include "transport/shm/shm_staged.hpp"
+#include "algorithms/shm_staged.hpp"
 
 #include <unistd.h>
 
@@ -8,13 +8,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "runtime/backoff.hpp"
-#include "runtime/mpi_wait.hpp"
+#include "common/mpi_wait.hpp"
 #include "transport/shm/node_segment.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 namespace {
 
 // A slot's start stays on a cache line of its own, which every element size divides.
@@ -42,8 +42,8 @@ std::size_t ShmStaged::minimumBytesPerRank(int ranks) {
 
 ShmStaged::ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double timeout_seconds)
     : node_comm_(node_comm), timeout_seconds_(timeout_seconds) {
-  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "staging area", "MPI_Comm_rank");
-  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "staging area", "MPI_Comm_size");
+  transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "staging area", "MPI_Comm_rank");
+  transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "staging area", "MPI_Comm_size");
   const std::size_t minimum = minimumBytesPerRank(size_);
   if (max_bytes_per_rank < minimum) {
     // Every rank sees the same agreed setting, so every rank throws here.
@@ -54,17 +54,18 @@ ShmStaged::ShmStaged(MPI_Comm node_comm, std::size_t max_bytes_per_rank, double 
   }
   // Halves of whole pages: every rank's part then starts on a page of its own.
   max_per_rank_ = max_bytes_per_rank / (2 * kPage) * (2 * kPage);
-  controls_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
-                             timeout_seconds_, "staging area control lines");
+  controls_ =
+      transport::mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * sizeof(Control),
+                                timeout_seconds_, "staging area control lines");
   per_rank_ = std::max(minimum, std::min(max_per_rank_, kInitialBytesPerRank));
   // Every rank must cut rounds alike, so the node agrees on whether cores are shared.
   const int own_cores = sysconf(_SC_NPROCESSORS_ONLN) >= size_ ? 1 : 0;
   int all_own_cores = 0;
-  runtime::allreduceWithin(&own_cores, &all_own_cores, 1, MPI_INT, MPI_MIN, node_comm,
-                           timeout_seconds_, "staging area: counting cores");
+  allreduceWithin(&own_cores, &all_own_cores, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
+                  "staging area: counting cores");
   reduce_slot_bytes_ = all_own_cores == 1 ? kReduceSlotBytes : kReduceSlotBytesSharedCores;
-  area_ = mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * per_rank_, timeout_seconds_,
-                         "staging area");
+  area_ = transport::mapNodeSegment(node_comm, static_cast<std::size_t>(size_) * per_rank_,
+                                    timeout_seconds_, "staging area");
 }
 
 std::string ShmStaged::describe() const {
@@ -111,8 +112,8 @@ void ShmStaged::reserve(std::size_t half_bytes_wanted) {
   try {
     // Every rank enters this collective only after its earlier calls, reads included,
     // are over: nobody still reads the old area when it goes.
-    area_ = mapNodeSegment(node_comm_, static_cast<std::size_t>(size_) * wanted, timeout_seconds_,
-                           "staging area");
+    area_ = transport::mapNodeSegment(node_comm_, static_cast<std::size_t>(size_) * wanted,
+                                      timeout_seconds_, "staging area");
     if (rank_ == 0) {
       BLINK_LOG(Info, "direct path: staging area grown from "
                           << per_rank_ << " to " << wanted << " bytes per rank for a "
@@ -120,7 +121,7 @@ void ShmStaged::reserve(std::size_t half_bytes_wanted) {
     }
     per_rank_ = wanted;
   } catch (const Error& e) {
-    // Every rank failed together (mapNodeSegment agrees); the old area still works,
+    // Every rank failed together (transport::mapNodeSegment agrees); the old area still works,
     // only in more rounds.
     if (e.status() == blinkTimeout) throw;
     grow_failure_ = e.what();
@@ -142,8 +143,8 @@ void ShmStaged::publishCount(std::uint64_t Control::*field, std::uint64_t value)
 
 void ShmStaged::await(int rank, std::uint64_t Control::*field, std::uint64_t round,
                       const char* what_for) {
-  runtime::awaitCounter(control(rank).*field, round, timeout_seconds_,
-                        [&](double seconds) { timedOut(rank, what_for, seconds); });
+  blink::awaitCounter(control(rank).*field, round, timeout_seconds_,
+                      [&](double seconds) { timedOut(rank, what_for, seconds); });
 }
 
 void ShmStaged::startWriting() {
@@ -174,13 +175,13 @@ void ShmStaged::startReading() {
 }
 
 void ShmStaged::timedOut(int rank, const char* what_for, double seconds) const {
-  runtime::throwPeerTimeout(collective_, bytes_, "direct path, staging area", call_, rank_, rank,
-                            what_for, seconds);
+  blink::throwPeerTimeout(collective_, bytes_, "direct path, staging area", call_, rank_, rank,
+                          what_for, seconds);
 }
 
 void ShmStaged::reduceShare(const std::byte* mine, std::byte* out, std::byte* result,
                             std::uint64_t round, std::size_t in_slot, std::size_t n,
-                            const runtime::Combine& combine) {
+                            const Combine& combine) {
   for (std::size_t at = 0; at < n; at += kPieceBytes) {
     const std::size_t piece = std::min(kPieceBytes, n - at);
     std::byte* to = out + at;
@@ -195,17 +196,17 @@ void ShmStaged::reduceShare(const std::byte* mine, std::byte* out, std::byte* re
 }
 
 void ShmStaged::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                          std::size_t element_bytes, const runtime::Combine& combine) {
+                          std::size_t element_bytes, const Combine& combine) {
   reduceTo(in, out, bytes, element_bytes, combine, -1);
 }
 
 void ShmStaged::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                       std::size_t element_bytes, const runtime::Combine& combine, int root) {
+                       std::size_t element_bytes, const Combine& combine, int root) {
   reduceTo(in, out, bytes, element_bytes, combine, root);
 }
 
 void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
-                         std::size_t element_bytes, const runtime::Combine& combine, int root) {
+                         std::size_t element_bytes, const Combine& combine, int root) {
   const auto ranks = static_cast<std::size_t>(size_);
   const std::size_t elements = bytes / element_bytes;
   const std::size_t share_bytes = (elements + ranks - 1) / ranks * element_bytes;
@@ -304,7 +305,7 @@ void ShmStaged::reduceTo(const std::byte* in, std::byte* out, std::size_t bytes,
 }
 
 void ShmStaged::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                              const runtime::Combine& combine) {
+                              const Combine& combine) {
   const auto ranks = static_cast<std::size_t>(size_);
   begin("ReduceScatter", ranks * block_bytes, ranks * roundUp(block_bytes, kLine));
   // slotBytes() is a whole number of cache lines, so of elements too.
@@ -371,4 +372,4 @@ void ShmStaged::broadcast(const std::byte* in, std::byte* out, std::size_t bytes
   }
 }
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace blink::runtime {
+namespace blink {
 
 class Backoff {
  public:
@@ -49,4 +49,4 @@ void awaitCounter(std::uint64_t& counter, std::uint64_t target, double timeout_s
                                    std::uint64_t call, int rank, int peer, const char* what_for,
                                    double seconds);
 
-}  // namespace blink::runtime
+}  // namespace blink

@@ -1,14 +1,14 @@
-#include "transport/shm/shm_one_shot.hpp"
+#include "algorithms/shm_one_shot.hpp"
 
 #include <atomic>
 #include <cstring>
 #include <string>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
-#include "runtime/backoff.hpp"
 #include "transport/shm/node_segment.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 namespace {
 
 constexpr std::size_t kDepth = 4;
@@ -21,11 +21,11 @@ std::size_t roundUp(std::size_t n, std::size_t to) {
 
 ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_seconds)
     : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
-  checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
-  checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
+  transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
+  transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
   const std::size_t bytes =
       static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * capacity_);
-  segment_ = mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");
+  segment_ = transport::mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");
 }
 
 ShmOneShot::Control& ShmOneShot::control(int rank) const {
@@ -51,7 +51,7 @@ void ShmOneShot::begin(const char* collective, std::size_t bytes) {
 void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
   // The buffer was last used by call_ - kDepth: every peer must be done with it.
   if (call_ > kDepth) {
-    runtime::Backoff backoff(timeout_seconds_);
+    Backoff backoff(timeout_seconds_);
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       auto done = std::atomic_ref(control(r).done);
@@ -68,8 +68,8 @@ void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
 }
 
 const std::byte* ShmOneShot::await(int rank) {
-  runtime::awaitCounter(control(rank).posted, call_, timeout_seconds_,
-                        [&](double seconds) { timedOut(rank, "to post its data", seconds); });
+  blink::awaitCounter(control(rank).posted, call_, timeout_seconds_,
+                      [&](double seconds) { timedOut(rank, "to post its data", seconds); });
   return buffer(rank, call_);
 }
 
@@ -78,12 +78,12 @@ void ShmOneShot::finish() {
 }
 
 void ShmOneShot::timedOut(int rank, const char* what_for, double seconds) const {
-  runtime::throwPeerTimeout(collective_, bytes_, "one-shot shared memory", call_, rank_, rank,
-                            what_for, seconds);
+  blink::throwPeerTimeout(collective_, bytes_, "one-shot shared memory", call_, rank_, rank,
+                          what_for, seconds);
 }
 
 void ShmOneShot::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                           const runtime::Combine& combine) {
+                           const Combine& combine) {
   begin("AllReduce", bytes);
   post(in, bytes);
   std::memcpy(out, await(0), bytes);
@@ -103,7 +103,7 @@ void ShmOneShot::broadcast(const std::byte* in, std::byte* out, std::size_t byte
 }
 
 void ShmOneShot::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                        const runtime::Combine& combine, int root) {
+                        const Combine& combine, int root) {
   begin("Reduce", bytes);
   post(in, bytes);
   if (rank_ == root) {
@@ -123,7 +123,7 @@ void ShmOneShot::allGather(const std::byte* in, std::byte* out, std::size_t bloc
 }
 
 void ShmOneShot::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                               const runtime::Combine& combine) {
+                               const Combine& combine) {
   const std::size_t bytes = static_cast<std::size_t>(size_) * block_bytes;
   begin("ReduceScatter", bytes);
   post(in, bytes);
@@ -133,4 +133,33 @@ void ShmOneShot::reduceScatter(const std::byte* in, std::byte* out, std::size_t 
   finish();
 }
 
-}  // namespace blink::transport
+Traffic ShmOneShot::traffic(plan::Collective collective, std::uint64_t bytes, int ranks, int root) {
+  const double b = static_cast<double>(bytes);
+  const double n = static_cast<double>(ranks);
+  Traffic t;
+  t.syncs = 1.0;
+  t.ranks.resize(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    RankTraffic& mine = t.ranks[static_cast<std::size_t>(r)];
+    switch (collective) {
+      case plan::Collective::AllReduce:  // post the input, read every other input
+        mine = {b, (n - 1) * b, (n - 1) * b};
+        break;
+      case plan::Collective::Broadcast:
+        mine = r == root ? RankTraffic{b, 0.0, 0.0} : RankTraffic{0.0, b, 0.0};
+        break;
+      case plan::Collective::Reduce:
+        mine = r == root ? RankTraffic{0.0, (n - 1) * b, (n - 1) * b} : RankTraffic{b, 0.0, 0.0};
+        break;
+      case plan::Collective::AllGather:
+        mine = {b / n, (n - 1) * b / n, 0.0};
+        break;
+      case plan::Collective::ReduceScatter:  // post every block, read its own from the others
+        mine = {b, (n - 1) * b / n, (n - 1) * b / n};
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace blink::algorithms

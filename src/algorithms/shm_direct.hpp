@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "transport/shm/node_collectives.hpp"
+#include "algorithms/node_collectives.hpp"
 #include "transport/shm/shm_segment.hpp"
 
-namespace blink::transport {
+namespace blink::algorithms {
 
 class ShmDirect final : public NodeCollectives {
  public:
@@ -39,12 +39,12 @@ class ShmDirect final : public NodeCollectives {
   ShmDirect(MPI_Comm node_comm, double timeout_seconds);
 
   void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-                 const runtime::Combine& combine) override;
+                 const Combine& combine) override;
   // An AllReduce into `out` on every rank (the others' `out` is working space).
   void reduce(const std::byte* in, std::byte* out, std::size_t bytes, std::size_t element_bytes,
-              const runtime::Combine& combine, int root) override;
+              const Combine& combine, int root) override;
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const runtime::Combine& combine) override;
+                     const Combine& combine) override;
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) override;
   void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) override;
   std::string describe() const override;
@@ -73,14 +73,14 @@ class ShmDirect final : public NodeCollectives {
   // out[0, n) = mine[0, n) combined with every peer's input at `offset`, in pieces
   // that stay in cache.
   void reduceSegment(const std::byte* mine, std::byte* out, std::size_t offset, std::size_t n,
-                     const runtime::Combine& combine);
+                     const Combine& combine);
   void read(int rank, std::uint64_t address, std::byte* to, std::size_t n) const;
   void publish(std::uint64_t Control::*field);
   // Marks this call done and waits until every peer is done with this rank's buffers.
   void finish();
   [[noreturn]] void timedOut(int rank, const char* what_for, double seconds) const;
 
-  ShmSegment segment_;
+  transport::ShmSegment segment_;
   int rank_ = 0;
   int size_ = 0;
   double timeout_seconds_ = 300.0;
@@ -92,4 +92,4 @@ class ShmDirect final : public NodeCollectives {
   std::size_t bytes_ = 0;
 };
 
-}  // namespace blink::transport
+}  // namespace blink::algorithms

@@ -1,0 +1,89 @@
+#include "plan/tree_cache.hpp"
+
+#include <chrono>
+#include <list>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+
+#include "topology/topology_json.hpp"
+
+namespace blink::plan {
+namespace {
+
+// Enough for every root of a few topologies; the least recently used goes first.
+constexpr std::size_t kMaxEntries = 256;
+
+struct Cache {
+  std::mutex mutex;
+  std::map<std::string, std::pair<treegen::TreeSet, std::list<std::string>::iterator>> entries;
+  std::list<std::string> recency;  // most recent first
+  TreeCacheStats stats;
+};
+
+Cache& cache() {
+  static auto* c = new Cache();  // never destroyed: communicators may plan during exit
+  return *c;
+}
+
+// The whole topology and every option that changes the trees, as text: exact keys,
+// so two topologies never share trees by accident.
+std::string keyOf(const topo::Topology& t, int root_gpu, const treegen::PackOptions& o) {
+  std::ostringstream key;
+  key.precision(17);
+  key << "root=" << root_gpu << ";method=" << treegen::toString(o.method) << ";eps=" << o.epsilon
+      << ";minimize=" << o.minimize << ";tolerance=" << o.tolerance << ";links=";
+  for (auto kind : o.links) key << topo::toString(kind) << ',';
+  key << ';' << topo::toJson(t);
+  return key.str();
+}
+
+template <typename Pack>
+treegen::TreeSet lookup(const std::string& key, Pack&& pack) {
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.entries.find(key); it != c.entries.end()) {
+      c.recency.splice(c.recency.begin(), c.recency, it->second.second);
+      ++c.stats.hits;
+      return it->second.first;
+    }
+  }
+  // Packed outside the lock: another thread may pack the same key meanwhile, and
+  // both get the same (deterministic) trees.
+  const auto start = std::chrono::steady_clock::now();
+  treegen::TreeSet trees = pack();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard lock(c.mutex);
+  ++c.stats.misses;
+  c.stats.packing_seconds += seconds;
+  if (c.entries.count(key) == 0) {
+    c.recency.push_front(key);
+    c.entries.emplace(key, std::make_pair(trees, c.recency.begin()));
+    if (c.entries.size() > kMaxEntries) {
+      c.entries.erase(c.recency.back());
+      c.recency.pop_back();
+    }
+  }
+  return trees;
+}
+
+}  // namespace
+
+treegen::TreeSet broadcastTrees(const topo::Topology& t, int root_gpu,
+                                const treegen::PackOptions& o) {
+  return lookup(keyOf(t, root_gpu, o), [&] { return treegen::packBroadcast(t, root_gpu, o); });
+}
+
+treegen::TreeSet allGatherTrees(const topo::Topology& t, const treegen::PackOptions& o) {
+  return lookup(keyOf(t, -1, o), [&] { return treegen::packAllGather(t, o); });
+}
+
+TreeCacheStats treeCacheStats() {
+  std::lock_guard lock(cache().mutex);
+  return cache().stats;
+}
+
+}  // namespace blink::plan

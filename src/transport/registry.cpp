@@ -1,0 +1,97 @@
+#include "transport/registry.hpp"
+
+#include "common/env.hpp"
+#include "common/error.hpp"
+#include "transport/pmpi/pmpi_transport.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace blink::transport {
+namespace {
+
+SingleCopyMode singleCopyFromEnvironment() {
+  const std::string mode = env::getChoice("BLINK_SHM_SINGLE_COPY");
+  return mode == "1"   ? SingleCopyMode::On
+         : mode == "0" ? SingleCopyMode::Off
+                       : SingleCopyMode::Automatic;
+}
+
+const TransportEntry& byName(std::string_view spec, std::string_view name) {
+  for (const auto& entry : transportRegistry()) {
+    if (entry.name == name) return entry;
+  }
+  std::string known;
+  for (const auto& entry : transportRegistry()) known += (known.empty() ? "" : ", ") + entry.name;
+  throw Error(blinkInvalidInput, "BLINK_TRANSPORT='" + std::string(spec) +
+                                     "': unknown transport '" + std::string(name) +
+                                     "' (this build has: " + known + ")");
+}
+
+}  // namespace
+
+const std::vector<TransportEntry>& transportRegistry() {
+  static const std::vector<TransportEntry> entries = {
+      {"shm",
+       "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
+       "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
+       true, false,
+       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         ShmOptions options;
+         options.timeout_seconds = s.timeout_seconds;
+         options.single_copy = singleCopyFromEnvironment();
+         return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
+       }},
+      {"pmpi",
+       "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
+       "channel",
+       true, true,
+       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         return std::make_unique<PmpiTransport>(s.comm);
+       }},
+  };
+  return entries;
+}
+
+std::string TransportSelection::describe() const {
+  return within_node->name + " within a node, " + between_nodes->name + " between nodes";
+}
+
+TransportSelection selectTransports(std::string_view spec) {
+  TransportSelection out;
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const auto equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      out.within_node = out.between_nodes = &byName(spec, item);
+      continue;
+    }
+    const std::string_view where = item.substr(0, equals);
+    const TransportEntry& entry = byName(spec, item.substr(equals + 1));
+    if (where == "within") {
+      out.within_node = &entry;
+    } else if (where == "between") {
+      out.between_nodes = &entry;
+    } else {
+      throw Error(blinkInvalidInput, "BLINK_TRANSPORT='" + std::string(spec) + "': '" +
+                                         std::string(where) +
+                                         "' is neither 'within' nor 'between'");
+    }
+  }
+  for (const auto& entry : transportRegistry()) {
+    if (out.within_node == nullptr && entry.within_node) out.within_node = &entry;
+    if (out.between_nodes == nullptr && entry.between_nodes) out.between_nodes = &entry;
+  }
+  if (!out.within_node->within_node || !out.between_nodes->between_nodes) {
+    const TransportEntry& bad =
+        !out.within_node->within_node ? *out.within_node : *out.between_nodes;
+    throw Error(blinkInvalidInput,
+                "BLINK_TRANSPORT='" + std::string(spec) + "': " + bad.name +
+                    " cannot carry streams " +
+                    (!out.within_node->within_node ? "within a node" : "between nodes"));
+  }
+  return out;
+}
+
+}  // namespace blink::transport

@@ -1,0 +1,54 @@
+// The transports a plan's streams can use, and which one serves a pair of ranks.
+// Each transport registers what it can reach (ranks of the same node, of other
+// nodes) and how to make it; the runtime asks the registry and never names a
+// concrete transport. BLINK_TRANSPORT overrides the default choice.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace blink::transport {
+
+enum class Reach { WithinNode, BetweenNodes };
+
+// What a transport needs to set itself up; collective over `comm`.
+struct TransportSetUp {
+  MPI_Comm comm = MPI_COMM_NULL;       // Blink's duplicate of the user's communicator
+  MPI_Comm node_comm = MPI_COMM_NULL;  // the ranks of this node
+  int rank = 0;                        // in comm
+  std::vector<int> node_rank_of;       // per rank of comm: its rank in node_comm, -1 elsewhere
+  double timeout_seconds = 300.0;
+};
+
+struct TransportEntry {
+  std::string name;         // "shm", "pmpi"
+  std::string description;  // one line, for blink-info and explain
+  bool within_node = false;
+  bool between_nodes = false;
+  std::function<std::unique_ptr<Transport>(const TransportSetUp&)> make;
+};
+
+// Every transport of this build, in order of preference.
+const std::vector<TransportEntry>& transportRegistry();
+
+// Which transport serves each reach.
+struct TransportSelection {
+  const TransportEntry* within_node = nullptr;
+  const TransportEntry* between_nodes = nullptr;
+  std::string describe() const;  // "shm within a node, pmpi between nodes"
+};
+
+// `spec` as BLINK_TRANSPORT: "" (the first registered for each reach), "NAME" (for
+// both), or "within=NAME,between=NAME" (either may be left out). Throws
+// blink::Error(blinkInvalidInput) for an unknown name or one that cannot serve the
+// reach it is given.
+TransportSelection selectTransports(std::string_view spec);
+
+}  // namespace blink::transport
