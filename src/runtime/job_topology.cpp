@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -74,6 +75,23 @@ JobTopology fromTopoVariable(const RankLayout& layout, const std::vector<int>& w
     job.comm_rank_of[static_cast<std::size_t>(p)] = r;
   }
   return job;
+}
+
+// This node's description, discovered once per process (about 50 ms of hwloc, NVML
+// and CUDA probing; the machine does not change under a job) for each BLINK_LINK_GBPS.
+std::string thisNodeDescription() {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> by_link_speeds;
+  const std::string speeds = env::get("BLINK_LINK_GBPS").value_or("");
+  std::lock_guard lock(mutex);
+  auto it = by_link_speeds.find(speeds);
+  if (it != by_link_speeds.end()) {
+    BLINK_LOG(Info, "discover: this node as described at the first communicator");
+    return it->second;
+  }
+  topo::NodeDescribeOptions options;
+  options.discover.table = topo::LinkTable::fromEnvironment();
+  return by_link_speeds[speeds] = topo::serializeNode(topo::describeNode(options));
 }
 
 // Collective: the distinct node descriptions, each sent by the lowest rank that
@@ -186,9 +204,7 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
     mine[kPackage] = static_cast<std::uint64_t>(static_cast<std::int64_t>(topo::boundPackage()));
     if (layout.local_rank == 0) {
       try {
-        topo::NodeDescribeOptions options;
-        options.discover.table = topo::LinkTable::fromEnvironment();
-        description = topo::serializeNode(topo::describeNode(options));
+        description = thisNodeDescription();
         mine[kHash] = topo::descriptionHash(description);
         mine[kLength] = description.size();
       } catch (const Error& e) {

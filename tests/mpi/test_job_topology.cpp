@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/job_topology.hpp"
@@ -176,6 +178,41 @@ TEST(JobTopology, TwoEmulatedNodesShareOneDescription) {
   if (worldSize() < 2) GTEST_SKIP() << "needs two ranks";
   ScopedEnv node("BLINK_NODE_ID", worldRank() % 2 == 0 ? "node-even" : "node-odd");
   checkJobTopology(2);
+}
+
+TEST(JobTopology, RepeatedCommunicatorsPlanOnTheSameGraph) {
+  if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO replaces discovery";
+  const auto layout =
+      blink::runtime::computeRankLayout(MPI_COMM_WORLD, blink::runtime::localNodeName());
+  const auto first = blink::runtime::jobTopology(layout, MPI_COMM_WORLD);
+  const auto second = blink::runtime::jobTopology(layout, MPI_COMM_WORLD);  // described once
+  EXPECT_TRUE(first.topology.sameAs(second.topology));
+  EXPECT_EQ(first.topology.name(), second.topology.name());
+  // A measured speed changes the graph, and the graph says so.
+  const ScopedEnv measured("BLINK_LINK_GBPS", "shm=2.5");
+  const auto third = blink::runtime::jobTopology(layout, MPI_COMM_WORLD);
+  for (topo::Edge e : third.topology.links()) {
+    if (third.topology.link(e).kind != topo::LinkKind::SharedMemory) continue;
+    EXPECT_EQ(third.topology.link(e).gbps, 2.5);
+    EXPECT_EQ(third.topology.link(e).source, topo::LinkSource::Override);
+  }
+}
+
+TEST(JobTopology, BlinkTopoOnSomeRanksOnlyFailsEverywhere) {
+  if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO is set on every rank";
+  if (worldSize() < 2) GTEST_SKIP() << "needs two ranks";
+  const auto layout =
+      blink::runtime::computeRankLayout(MPI_COMM_WORLD, blink::runtime::localNodeName());
+  std::optional<ScopedEnv> topo_on_rank0;
+  if (worldRank() == 0) topo_on_rank0.emplace("BLINK_TOPO", "dgx1-v100");
+  try {
+    (void)blink::runtime::jobTopology(layout, MPI_COMM_WORLD);
+    ADD_FAILURE() << "no error";
+  } catch (const blink::Error& e) {
+    EXPECT_EQ(e.status(), blinkInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("BLINK_TOPO is set on 1 of"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(JobTopology, CollectivesOnTheDiscoveredGraphMatchPmpi) {
