@@ -231,18 +231,22 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
                                        std::to_string(layout.size) +
                                        " ranks: set it on every rank or none");
   }
-  if (spec) return fromTopoVariable(layout, world_rank_of, world_size, *spec);
-  try {
-    JobTopology job = fromDiscovery(layout, reports, description, comm);
-    if (layout.rank == 0) {
-      BLINK_LOG(Info, "job topology " << job.topology.name() << " from " << job.source << "\n"
-                                      << topo::listDevicesAndLinks(job.topology));
+  JobTopology job;
+  if (spec) {
+    job = fromTopoVariable(layout, world_rank_of, world_size, *spec);
+  } else {
+    try {
+      job = fromDiscovery(layout, reports, description, comm);
+    } catch (const Error&) {
+      if (failure) throw *failure;  // this rank's own reason beats "failed on rank r"
+      throw;
     }
-    return job;
-  } catch (const Error&) {
-    if (failure) throw *failure;  // this rank's own reason beats "failed on rank r"
-    throw;
   }
+  if (layout.rank == 0) {
+    BLINK_LOG(Info, "job topology " << job.topology.name() << " from " << job.source << "\n"
+                                    << topo::listDevicesAndLinks(job.topology));
+  }
+  return job;
 }
 
 }  // namespace blink::runtime
