@@ -3,6 +3,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,21 +78,25 @@ JobTopology fromTopoVariable(const RankLayout& layout, const std::vector<int>& w
   return job;
 }
 
-// This node's description, discovered once per process (about 50 ms of hwloc, NVML
-// and CUDA probing; the machine does not change under a job) for each BLINK_LINK_GBPS.
+// This node's description, discovered once per process (about 25-50 ms of hwloc, NVML
+// and CUDA probing; the machine does not change under a job) for each value of what
+// discovery reads besides the machine: BLINK_LINK_GBPS, and hwloc's HWLOC_XMLFILE
+// (hwloc then reads that file instead of the machine, as tests do to emulate others).
 std::string thisNodeDescription() {
   static std::mutex mutex;
-  static std::map<std::string, std::string> by_link_speeds;
-  const std::string speeds = env::get("BLINK_LINK_GBPS").value_or("");
+  static std::map<std::string, std::string> cache;
+  const char* hwloc_xml = std::getenv("HWLOC_XMLFILE");
+  const std::string key =
+      env::get("BLINK_LINK_GBPS").value_or("") + "\n" + (hwloc_xml != nullptr ? hwloc_xml : "");
   std::lock_guard lock(mutex);
-  auto it = by_link_speeds.find(speeds);
-  if (it != by_link_speeds.end()) {
-    BLINK_LOG(Info, "discover: this node as described at the first communicator");
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    BLINK_LOG(Info, "discover: this node as described at an earlier communicator");
     return it->second;
   }
   topo::NodeDescribeOptions options;
   options.discover.table = topo::LinkTable::fromEnvironment();
-  return by_link_speeds[speeds] = topo::serializeNode(topo::describeNode(options));
+  return cache[key] = topo::serializeNode(topo::describeNode(options));
 }
 
 // Collective: the distinct node descriptions, each sent by the lowest rank that
