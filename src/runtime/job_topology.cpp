@@ -107,21 +107,24 @@ std::map<std::uint64_t, std::string> gatherDistinctDescriptions(const RankLayout
                                                                 MPI_Comm comm) {
   std::map<std::uint64_t, int> owner;
   for (int r = 0; r < layout.size; ++r) {
-    const Report& rep = reports[static_cast<std::size_t>(r)];
-    if (layout.local_rank_of_rank[static_cast<std::size_t>(r)] == 0)
-      owner.try_emplace(rep[kHash], r);
+    if (layout.local_rank_of_rank[static_cast<std::size_t>(r)] == 0) {
+      owner.try_emplace(reports[static_cast<std::size_t>(r)][kHash], r);
+    }
   }
   std::vector<int> counts(static_cast<std::size_t>(layout.size), 0);
   std::vector<int> displs(static_cast<std::size_t>(layout.size), 0);
-  long long total = 0;
+  std::uint64_t total = 0;
   for (int r = 0; r < layout.size; ++r) {
-    const Report& rep = reports[static_cast<std::size_t>(r)];
-    const bool sends =
-        layout.local_rank_of_rank[static_cast<std::size_t>(r)] == 0 && owner.at(rep[kHash]) == r;
-    counts[static_cast<std::size_t>(r)] = sends ? static_cast<int>(rep[kLength]) : 0;
-    displs[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    total += counts[static_cast<std::size_t>(r)];
-    if (total > INT_MAX) throw Error(blinkSystemError, "node descriptions exceed 2 GiB");
+    const auto ur = static_cast<std::size_t>(r);
+    const bool sends = layout.local_rank_of_rank[ur] == 0 && owner.at(reports[ur][kHash]) == r;
+    const std::uint64_t length = sends ? reports[ur][kLength] : 0;
+    // Decided from gathered data: every rank throws here alike, before the gather.
+    if (total + length > static_cast<std::uint64_t>(INT_MAX)) {
+      throw Error(blinkSystemError, "the node descriptions exceed 2 GiB");
+    }
+    counts[ur] = static_cast<int>(length);
+    displs[ur] = static_cast<int>(total);
+    total += length;
   }
   std::string all(static_cast<std::size_t>(total), '\0');
   const int my_count = counts[static_cast<std::size_t>(layout.rank)];
