@@ -33,8 +33,9 @@ struct NodeDescribeOptions {
 double nicPortGbps(const std::string& sysfs_root, const std::string& os_name);
 
 // The Network link of a NIC's port: the generation of `table` nearest to port_gbps
-// (ties to Ethernet), at port_gbps with source Sysfs unless the generation was
-// overridden; kDefaultNicGeneration from the table when port_gbps <= 0.
+// (ties to the earlier in the table: InfiniBand before Ethernet; the name is only
+// shown), at port_gbps with source Sysfs unless that generation was overridden;
+// kDefaultNicGeneration from the table when port_gbps <= 0.
 Link nicUplink(double port_gbps, const LinkTable& table);
 
 // Adds "netsw0" and one duplex uplink per NIC of a one-node topology; port_gbps_of

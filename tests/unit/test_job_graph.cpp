@@ -2,7 +2,11 @@
 // fixture) with host ranks on its sockets, the merge of several nodes into a
 // cluster, GPU ranks on a DGX-1-like node, and where every link's speed came from.
 #include <gtest/gtest.h>
+#include <hwloc.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +15,7 @@
 #include "plan/planner.hpp"
 #include "topology/job_graph.hpp"
 #include "topology/node_description.hpp"
+#include "topology/placement.hpp"
 #include "topology/topology_json.hpp"
 
 namespace {
@@ -104,6 +109,49 @@ TEST(NodeDescription, NicPortSpeedFromSysfsIsASysfsLink) {
   const Link unknown = nicUplink(0.0, measured);
   EXPECT_EQ(unknown.gbps, 11.0);
   EXPECT_EQ(unknown.source, LinkSource::Override);
+}
+
+TEST(NodeDescription, NicPortSpeedsFromAFakeSysfs) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("blink-sysfs-" + std::to_string(getpid()));
+  std::filesystem::create_directories(root / "class/net/eth9");
+  std::filesystem::create_directories(root / "class/net/eth8");
+  std::filesystem::create_directories(root / "class/infiniband/mlx5_3/ports/1");
+  std::ofstream(root / "class/net/eth9/speed") << "25000\n";
+  std::ofstream(root / "class/net/eth8/speed") << "-1\n";  // virtio: unknown
+  std::ofstream(root / "class/infiniband/mlx5_3/ports/1/rate") << "200 Gb/sec (4X HDR)\n";
+  EXPECT_DOUBLE_EQ(nicPortGbps(root.string(), "eth9"), 3.125);
+  EXPECT_EQ(nicPortGbps(root.string(), "eth8"), 0.0);
+  EXPECT_DOUBLE_EQ(nicPortGbps(root.string(), "mlx5_3"), 25.0);
+  EXPECT_EQ(nicPortGbps(root.string(), "../eth9"), 0.0);
+  const Link hdr = nicUplink(nicPortGbps(root.string(), "mlx5_3"), LinkTable::builtin());
+  EXPECT_EQ(hdr.generation, "ib-hdr");
+  EXPECT_EQ(hdr.source, LinkSource::Sysfs);
+  std::filesystem::remove_all(root);
+}
+
+TEST(Placement, ABindingWithinOnePackageIsThatPackage) {
+  hwloc_topology_t t = nullptr;
+  ASSERT_EQ(hwloc_topology_init(&t), 0);
+  ASSERT_EQ(hwloc_topology_load(t), 0);
+  hwloc_bitmap_t saved = hwloc_bitmap_alloc();
+  ASSERT_EQ(hwloc_get_cpubind(t, saved, HWLOC_CPUBIND_PROCESS), 0);
+  const int packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+  for (int k = 0; k < packages; ++k) {
+    hwloc_obj_t p = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, static_cast<unsigned>(k));
+    hwloc_bitmap_t one_pu = hwloc_bitmap_alloc();
+    hwloc_bitmap_set(one_pu, static_cast<unsigned>(hwloc_bitmap_first(p->cpuset)));
+    if (hwloc_set_cpubind(t, one_pu, HWLOC_CPUBIND_PROCESS) == 0) {
+      EXPECT_EQ(boundPackage(), k);
+    }
+    hwloc_bitmap_free(one_pu);
+  }
+  // The whole machine: one package is that package, several are none.
+  hwloc_set_cpubind(t, hwloc_get_root_obj(t)->cpuset, HWLOC_CPUBIND_PROCESS);
+  EXPECT_EQ(boundPackage(), packages > 1 ? -1 : 0);
+  hwloc_set_cpubind(t, saved, HWLOC_CPUBIND_PROCESS);
+  hwloc_bitmap_free(saved);
+  hwloc_topology_destroy(t);
 }
 
 TEST(JobGraph, FourHostRanksTwoPerSocket) {
