@@ -4,8 +4,9 @@
 // graph (the planner runs on every rank and the plan hashes are compared).
 //
 // Binding. Where every node has at least as many GPUs as ranks, rank r is a GPU rank:
-// its vertex is GPU <local rank> of its node (the CUDA order, as the communicator
-// binds it), and the GPUs no rank uses are dropped (an allocation view). Otherwise
+// its vertex is GPU <local rank> of its node (in discovery's gpu_index order, which is
+// local rank 0's CUDA order when CUDA sees every GPU; a per-rank CUDA_VISIBLE_DEVICES is
+// not gathered), and the GPUs no rank uses are dropped (an allocation view). Otherwise
 // (no GPUs, or more ranks than GPUs on some node: two processes on one GPU would
 // share its links, which the planner cannot model) every rank is a host rank and the
 // GPUs are dropped: rank r is a GPU-kind vertex "rank<r>" (gpu_index r, so plan rank
