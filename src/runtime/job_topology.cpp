@@ -1,73 +1,40 @@
 #include "runtime/job_topology.hpp"
 
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "common/log.hpp"
+#include "topology/job_graph.hpp"
 #include "topology/link_table.hpp"
 #include "topology/load.hpp"
+#include "topology/node_description.hpp"
+#include "topology/placement.hpp"
+#include "topology/topology_json.hpp"
+#include "topology/topology_text.hpp"
 
 namespace blink::runtime {
+namespace {
 
-topo::Topology hostRanksTopology(const RankLayout& layout) {
-  const topo::LinkTable table = topo::LinkTable::fromEnvironment();
-  const bool multi = layout.num_nodes > 1;
-  topo::Topology t(multi ? "host-ranks:" + std::to_string(layout.num_nodes) : "host-ranks");
-  std::vector<topo::Vertex> memory;
-  for (int n = 0; n < layout.num_nodes; ++n) {
-    const std::string prefix = multi ? "n" + std::to_string(n) + "." : "";
-    topo::Device mem = topo::makeDevice(prefix + "mem", topo::DeviceKind::Cpu, n);
-    mem.model = "host memory (" + layout.node_names[static_cast<std::size_t>(n)] + ")";
-    memory.push_back(t.addDevice(mem));
-  }
-  for (int r = 0; r < layout.size; ++r) {
-    const int n = layout.node_of_rank[static_cast<std::size_t>(r)];
-    const std::string prefix = multi ? "n" + std::to_string(n) + "." : "";
-    topo::Device d =
-        topo::makeDevice(prefix + "rank" + std::to_string(r), topo::DeviceKind::Gpu, n);
-    d.gpu_index = r;
-    d.model = "host rank";
-    topo::Vertex v = t.addDevice(d);
-    t.addDuplexLink(v, memory[static_cast<std::size_t>(n)], table.makeLink("shm"));
-  }
-  if (multi) {
-    topo::Device sw = topo::makeDevice("netsw0", topo::DeviceKind::NetSwitch, -1);
-    sw.model = "network";
-    topo::Vertex s = t.addDevice(sw);
-    for (int n = 0; n < layout.num_nodes; ++n) {
-      topo::Device nic =
-          topo::makeDevice("n" + std::to_string(n) + ".nic0", topo::DeviceKind::Nic, n);
-      topo::Vertex v = t.addDevice(nic);
-      t.addDuplexLink(v, memory[static_cast<std::size_t>(n)], table.makeLink("shm"));
-      t.addDuplexLink(v, s, table.makeLink("eth-100g"));
-    }
-  }
-  return t;
+// What each rank reports in the one gather every rank makes.
+enum Field { kWorldRank, kTopoSet, kFailed, kPackage, kHash, kLength, kFields };
+using Report = std::array<std::uint64_t, kFields>;
+
+std::int64_t signedField(std::uint64_t value) {
+  return static_cast<std::int64_t>(value);
 }
 
-JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
-  // Every rank takes part in this exchange before anything can fail.
-  int world_rank = 0, world_size = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  std::vector<int> world_rank_of(static_cast<std::size_t>(layout.size), -1);
-  if (PMPI_Allgather(&world_rank, 1, MPI_INT, world_rank_of.data(), 1, MPI_INT, comm) !=
-      MPI_SUCCESS) {
-    throw Error(blinkSystemError, "MPI_Allgather of world ranks failed");
-  }
+JobTopology fromTopoVariable(const RankLayout& layout, const std::vector<int>& world_rank_of,
+                             int world_size, const std::string& spec) {
   JobTopology job;
-  const auto spec = env::get("BLINK_TOPO");
-  if (!spec) {
-    job.topology = hostRanksTopology(layout);
-    for (int r = 0; r < layout.size; ++r) {
-      job.plan_rank_of.push_back(r);
-      job.comm_rank_of.push_back(r);
-    }
-    job.source = "host ranks in shared memory (BLINK_TOPO unset)";
-    return job;
-  }
   topo::Topology machine = topo::topologyFromEnvironment();
-  job.source = "BLINK_TOPO=" + *spec;
+  job.source = "BLINK_TOPO=" + spec;
   if (auto gpus = env::get("BLINK_TOPO_GPUS")) job.source += ", BLINK_TOPO_GPUS=" + *gpus;
   const std::vector<topo::Vertex> machine_gpus = machine.gpus();
   if (static_cast<int>(machine_gpus.size()) != world_size) {
@@ -107,6 +74,185 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
     const int p = plan_rank_of_gpu.at(gpu_of[static_cast<std::size_t>(r)]);
     job.plan_rank_of[static_cast<std::size_t>(r)] = p;
     job.comm_rank_of[static_cast<std::size_t>(p)] = r;
+  }
+  return job;
+}
+
+// This node's description, discovered once per process (about 25-50 ms of hwloc, NVML
+// and CUDA probing; the machine does not change under a job) for each value of what
+// discovery reads besides the machine: BLINK_LINK_GBPS, and hwloc's HWLOC_XMLFILE
+// (hwloc then reads that file instead of the machine, as tests do to emulate others).
+std::string thisNodeDescription() {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  const char* hwloc_xml = std::getenv("HWLOC_XMLFILE");
+  const std::string key =
+      env::get("BLINK_LINK_GBPS").value_or("") + "\n" + (hwloc_xml != nullptr ? hwloc_xml : "");
+  std::lock_guard lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    BLINK_LOG(Info, "discover: this node as described at an earlier communicator");
+    return it->second;
+  }
+  topo::NodeDescribeOptions options;
+  options.discover.table = topo::LinkTable::fromEnvironment();
+  return cache[key] = topo::serializeNode(topo::describeNode(options));
+}
+
+// Collective: the distinct node descriptions, each sent by the lowest rank that
+// holds it (a local rank 0), as text by hash.
+std::map<std::uint64_t, std::string> gatherDistinctDescriptions(const RankLayout& layout,
+                                                                const std::vector<Report>& reports,
+                                                                const std::string& mine,
+                                                                MPI_Comm comm) {
+  std::map<std::uint64_t, int> owner;
+  for (int r = 0; r < layout.size; ++r) {
+    if (layout.local_rank_of_rank[static_cast<std::size_t>(r)] == 0) {
+      owner.try_emplace(reports[static_cast<std::size_t>(r)][kHash], r);
+    }
+  }
+  std::vector<int> counts(static_cast<std::size_t>(layout.size), 0);
+  std::vector<int> displs(static_cast<std::size_t>(layout.size), 0);
+  std::uint64_t total = 0;
+  for (int r = 0; r < layout.size; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    const bool sends = layout.local_rank_of_rank[ur] == 0 && owner.at(reports[ur][kHash]) == r;
+    const std::uint64_t length = sends ? reports[ur][kLength] : 0;
+    // Decided from gathered data: every rank throws here alike, before the gather.
+    if (total + length > static_cast<std::uint64_t>(INT_MAX)) {
+      throw Error(blinkSystemError, "the node descriptions exceed 2 GiB");
+    }
+    counts[ur] = static_cast<int>(length);
+    displs[ur] = static_cast<int>(total);
+    total += length;
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  const int my_count = counts[static_cast<std::size_t>(layout.rank)];
+  if (PMPI_Allgatherv(mine.data(), my_count, MPI_CHAR, all.data(), counts.data(), displs.data(),
+                      MPI_CHAR, comm) != MPI_SUCCESS) {
+    throw Error(blinkSystemError, "MPI_Allgatherv of the node descriptions failed");
+  }
+  std::map<std::uint64_t, std::string> by_hash;
+  for (const auto& [hash, r] : owner) {
+    by_hash[hash] = all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]));
+  }
+  return by_hash;
+}
+
+JobTopology fromDiscovery(const RankLayout& layout, const std::vector<Report>& reports,
+                          const std::string& mine, MPI_Comm comm) {
+  const std::map<std::uint64_t, std::string> texts =
+      gatherDistinctDescriptions(layout, reports, mine, comm);
+  // Collectives are over: from here on every rank computes from the same data.
+  for (int r = 0; r < layout.size; ++r) {
+    if (reports[static_cast<std::size_t>(r)][kFailed] != 0) {
+      throw Error(blinkSystemError, "discovering node '" +
+                                        layout.node_names[static_cast<std::size_t>(
+                                            layout.node_of_rank[static_cast<std::size_t>(r)])] +
+                                        "' failed on rank " + std::to_string(r) +
+                                        " (see its error message)");
+    }
+  }
+  const topo::LinkTable table = topo::LinkTable::fromEnvironment();
+  std::map<std::uint64_t, topo::Topology> parsed;
+  for (const auto& [hash, text] : texts) {
+    parsed.emplace(hash, topo::fromJson(text, "node description", table));
+  }
+  std::vector<const topo::Topology*> nodes(static_cast<std::size_t>(layout.num_nodes), nullptr);
+  std::vector<topo::RankPlace> places;
+  for (int r = 0; r < layout.size; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    const Report& rep = reports[ur];
+    const int node = layout.node_of_rank[ur];
+    if (layout.local_rank_of_rank[ur] == 0) {
+      nodes[static_cast<std::size_t>(node)] = &parsed.at(rep[kHash]);
+    }
+    places.push_back(
+        {node, layout.local_rank_of_rank[ur], static_cast<int>(signedField(rep[kPackage]))});
+  }
+  topo::JobGraph graph = topo::buildJobGraph(nodes, places, table);
+  JobTopology job;
+  job.topology = std::move(graph.topology);
+  job.plan_rank_of = std::move(graph.plan_rank_of);
+  job.comm_rank_of = std::move(graph.comm_rank_of);
+  job.discovered = true;
+  job.distinct_descriptions = static_cast<int>(texts.size());
+  std::string names;
+  for (const std::string& n : layout.node_names) names += (names.empty() ? "" : ", ") + n;
+  job.topology.setName(layout.num_nodes == 1 ? "discovered:" + layout.node_names.front()
+                                             : "discovered:" + std::to_string(layout.num_nodes));
+  job.source = "discovered: " + std::to_string(layout.num_nodes) + " node(s) (" + names + "), " +
+               std::to_string(texts.size()) + " distinct description(s) gathered; " + graph.binding;
+  for (int k = 0; k < layout.num_nodes && layout.num_nodes > 1; ++k) {
+    if (job.topology.find("n" + std::to_string(k) + ".vnic0")) {
+      job.source += "; node " + std::to_string(k) + " has no NIC: a virtual NIC (" +
+                    topo::kDefaultNicGeneration + ", link table) joins it to the network";
+    }
+  }
+  return job;
+}
+
+}  // namespace
+
+JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
+  // Every rank makes the same PMPI calls before anything can throw.
+  int world_rank = 0, world_size = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  const auto spec = env::get("BLINK_TOPO");
+  Report mine{};
+  mine[kWorldRank] = static_cast<std::uint64_t>(world_rank);
+  mine[kTopoSet] = spec ? 1 : 0;
+  std::string description;
+  std::unique_ptr<Error> failure;
+  if (!spec) {
+    // Decisions every node makes alike are reported by rank 0 only.
+    log::QuietInfo quiet(layout.rank != 0);
+    mine[kPackage] = static_cast<std::uint64_t>(static_cast<std::int64_t>(topo::boundPackage()));
+    if (layout.local_rank == 0) {
+      try {
+        description = thisNodeDescription();
+        mine[kHash] = topo::descriptionHash(description);
+        mine[kLength] = description.size();
+      } catch (const Error& e) {
+        failure = std::make_unique<Error>(e);
+        mine[kFailed] = 1;
+        description.clear();
+        mine[kHash] = mine[kLength] = 0;
+      }
+    }
+  }
+  std::vector<Report> reports(static_cast<std::size_t>(layout.size));
+  if (PMPI_Allgather(mine.data(), kFields, MPI_UINT64_T, reports.data(), kFields, MPI_UINT64_T,
+                     comm) != MPI_SUCCESS) {
+    throw Error(blinkSystemError, "MPI_Allgather of the ranks' topology reports failed");
+  }
+  int with_topo = 0;
+  std::vector<int> world_rank_of;
+  for (const Report& rep : reports) {
+    with_topo += rep[kTopoSet] != 0 ? 1 : 0;
+    world_rank_of.push_back(static_cast<int>(rep[kWorldRank]));
+  }
+  if (with_topo != 0 && with_topo != layout.size) {
+    throw Error(blinkInvalidInput, "BLINK_TOPO is set on " + std::to_string(with_topo) + " of " +
+                                       std::to_string(layout.size) +
+                                       " ranks: set it on every rank or none");
+  }
+  JobTopology job;
+  if (spec) {
+    job = fromTopoVariable(layout, world_rank_of, world_size, *spec);
+  } else {
+    try {
+      job = fromDiscovery(layout, reports, description, comm);
+    } catch (const Error&) {
+      if (failure) throw *failure;  // this rank's own reason beats "failed on rank r"
+      throw;
+    }
+  }
+  if (layout.rank == 0) {
+    BLINK_LOG(Info, "job topology " << job.topology.name() << " from " << job.source << "\n"
+                                    << topo::listDevicesAndLinks(job.topology));
   }
   return job;
 }

@@ -7,10 +7,16 @@
 #include "common/error.hpp"
 #include "tools/cli.hpp"
 #include "topology/cuda_probe.hpp"
+#include "topology/job_graph.hpp"
+#include "topology/load.hpp"
+#include "topology/node_description.hpp"
+#include "topology/placement.hpp"
+#include "topology/topology_text.hpp"
 
 namespace {
 
-const char* kHelp = R"(Usage: blink-info [--version] [--env] [--env-markdown] [--check-env]
+const char* kHelp =
+    R"(Usage: blink-info [--version] [--env] [--env-markdown] [--check-env] [--topology]
 
 Describes this build of Blink and its configuration.
   (no option)     build information, the GPUs the CUDA runtime sees, and the
@@ -19,6 +25,10 @@ Describes this build of Blink and its configuration.
   --env           every BLINK_* variable with its current value or default
   --env-markdown  the configuration table of the README, generated from the code
   --check-env     validate every BLINK_* variable that is set; exit 1 on a bad one
+  --topology      the graph a job of this process alone would plan on, as the runtime
+                  builds it (BLINK_TOPO, or this node discovered with this process as
+                  its one rank): every device, and every link with its speed and where
+                  the speed came from (table, sysfs, measured, BLINK_LINK_GBPS, file)
   -h, --help      this text
 
 Exit codes: 0 success, 1 invalid configuration, 2 bad command line.
@@ -35,12 +45,32 @@ void printEnv() {
   }
 }
 
+// What jobTopology builds for a job of one rank, without MPI: the same pure steps.
+void printTopology() {
+  const blink::topo::LinkTable table = blink::topo::LinkTable::fromEnvironment();
+  if (auto spec = blink::env::get("BLINK_TOPO")) {
+    const blink::topo::Topology t = blink::topo::topologyFromEnvironment();
+    std::cout << "source: BLINK_TOPO=" << *spec << "\n" << blink::topo::listDevicesAndLinks(t);
+    return;
+  }
+  blink::topo::NodeDescribeOptions options;
+  options.discover.table = table;
+  const blink::topo::Topology node = blink::topo::describeNode(options);
+  const blink::topo::JobGraph job =
+      blink::topo::buildJobGraph({&node}, {{0, 0, blink::topo::boundPackage()}}, table);
+  std::cout << "source: discovered: this node, one rank; " << job.binding << "\n"
+            << "node description: " << node.numDevices() << " devices, " << node.numLinks()
+            << " links (network switch included)\n"
+            << blink::topo::listDevicesAndLinks(job.topology);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    blink::cli::Args args("blink-info", argc, argv, {},
-                          {"--help", "--version", "--env", "--env-markdown", "--check-env"});
+    blink::cli::Args args(
+        "blink-info", argc, argv, {},
+        {"--help", "--version", "--env", "--env-markdown", "--check-env", "--topology"});
     if (args.has("--help")) {
       std::cout << kHelp;
       return blink::cli::kOk;
@@ -59,6 +89,10 @@ int main(int argc, char** argv) {
     if (args.has("--check-env")) {
       blink::env::validateAll();
       std::cout << "all BLINK_* variables are valid\n";
+      return blink::cli::kOk;
+    }
+    if (args.has("--topology")) {
+      printTopology();
       return blink::cli::kOk;
     }
     if (args.has("--env")) {

@@ -431,8 +431,11 @@ class TopologyBuilder {
     }
     if (!above) above = cpuOf(obj);
     if (gbps <= 0.0) ++default_pcie_links_;
-    topology_.addDuplexLink(vertex_of_obj_.at(obj), *above,
-                            table_.makeLink(nearestPcieGeneration(gbps, table_)));
+    Link link = table_.makeLink(nearestPcieGeneration(gbps, table_));
+    // hwloc read the generation and width from sysfs; the speed is that generation's
+    // payload rate unless BLINK_LINK_GBPS says otherwise.
+    if (gbps > 0.0 && link.source == LinkSource::Table) link.source = LinkSource::Sysfs;
+    topology_.addDuplexLink(vertex_of_obj_.at(obj), *above, link);
   }
 
   void addPcieLinks(const HwlocScan& scan) {

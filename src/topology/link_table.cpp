@@ -15,7 +15,7 @@ std::string LinkTable::pcieName(int gen, int width) {
 LinkTable LinkTable::builtin() {
   LinkTable t;
   auto add = [&](std::string name, LinkKind kind, double gbps, double lat, std::string what) {
-    t.generations_.push_back({std::move(name), kind, gbps, lat, std::move(what)});
+    t.generations_.push_back({std::move(name), kind, gbps, lat, std::move(what), false});
   };
   // NVLink: GB/s per link per direction.
   add("nvlink1", LinkKind::NvLink, 20.0, 0.7, "NVLink 1.0 (P100)");
@@ -82,6 +82,7 @@ Link LinkTable::makeLink(std::string_view generation, int multiplicity) const {
   link.multiplicity = multiplicity;
   link.latency_us = g.latency_us;
   link.generation = g.name;
+  link.source = g.overridden ? LinkSource::Override : LinkSource::Table;
   return link;
 }
 
@@ -106,7 +107,10 @@ void LinkTable::applyOverrides(std::string_view spec) {
     }
     (void)get(name);  // throws for an unknown generation
     for (auto& g : generations_) {
-      if (g.name == name) g.gbps = gbps;
+      if (g.name == name) {
+        g.gbps = gbps;
+        g.overridden = true;
+      }
     }
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);

@@ -16,9 +16,10 @@ namespace blink::topo {
 struct LinkGeneration {
   std::string name;  // "nvlink2", "pcie4x16", "ib-hdr", ...
   LinkKind kind;
-  double gbps;        // per lane, per direction, GB/s
-  double latency_us;  // one-way, small message
-  std::string what;   // "NVLink 2.0 (V100)"
+  double gbps;              // per lane, per direction, GB/s
+  double latency_us;        // one-way, small message
+  std::string what;         // "NVLink 2.0 (V100)"
+  bool overridden = false;  // gbps comes from BLINK_LINK_GBPS / --link-gbps
 };
 
 class LinkTable {
@@ -31,7 +32,8 @@ class LinkTable {
   // Throws blinkInvalidInput naming the unknown generation and listing known ones.
   const LinkGeneration& get(std::string_view name) const;
   bool contains(std::string_view name) const;
-  // A Link of this generation with `multiplicity` lanes.
+  // A Link of this generation with `multiplicity` lanes; its source is Override when
+  // the generation's speed was overridden, else Table.
   Link makeLink(std::string_view generation, int multiplicity = 1) const;
   // "nvlink2=22.5,pcie3x16=12": sets the per-lane bandwidth of each named generation.
   // Throws blinkInvalidInput on an unknown name or a non-positive/non-numeric value.

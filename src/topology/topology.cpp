@@ -28,6 +28,14 @@ constexpr std::array<std::pair<LinkKind, std::string_view>, 5> kLinkNames{{
     {LinkKind::SharedMemory, "shm"},
 }};
 
+constexpr std::array<std::pair<LinkSource, std::string_view>, 5> kSourceNames{{
+    {LinkSource::Table, "table"},
+    {LinkSource::Sysfs, "sysfs"},
+    {LinkSource::Measured, "measured"},
+    {LinkSource::Override, "BLINK_LINK_GBPS"},
+    {LinkSource::File, "file"},
+}};
+
 template <typename Table>
 std::string joinNames(const Table& table) {
   std::string out;
@@ -49,6 +57,20 @@ std::string_view toString(LinkKind kind) {
     if (k == kind) return name;
   }
   return "?";
+}
+
+std::string_view toString(LinkSource source) {
+  for (const auto& [k, name] : kSourceNames) {
+    if (k == source) return name;
+  }
+  return "?";
+}
+
+std::optional<LinkSource> parseLinkSource(std::string_view name) {
+  for (const auto& [k, n] : kSourceNames) {
+    if (n == name) return k;
+  }
+  return std::nullopt;
 }
 
 std::optional<DeviceKind> parseDeviceKind(std::string_view name) {

@@ -18,12 +18,19 @@ namespace blink::topo {
 
 enum class DeviceKind { Gpu, Cpu, PciSwitch, NvSwitch, Nic, NetSwitch };
 enum class LinkKind { NvLink, Pcie, Smp, Network, SharedMemory };
+// Where a link's speed came from: the generation table, the generation hwloc read from
+// sysfs (PCIe link speed, a NIC's port rate) at that generation's table rate, a
+// measurement, a BLINK_LINK_GBPS (or --link-gbps) override, or a topology file.
+enum class LinkSource { Table, Sysfs, Measured, Override, File };
 
 // Names as used in files, tools and messages ("gpu", "pci-switch", "nvlink", ...).
 std::string_view toString(DeviceKind kind);
 std::string_view toString(LinkKind kind);
 std::optional<DeviceKind> parseDeviceKind(std::string_view name);
 std::optional<LinkKind> parseLinkKind(std::string_view name);
+// "table", "sysfs", "measured", "BLINK_LINK_GBPS", "file".
+std::string_view toString(LinkSource source);
+std::optional<LinkSource> parseLinkSource(std::string_view name);
 // "gpu, cpu, ..." for error messages.
 std::string allDeviceKindNames();
 std::string allLinkKindNames();
@@ -55,6 +62,10 @@ struct Link {
   int multiplicity = 1;     // lanes bundled in parallel (e.g. 2 NVLinks between a V100 pair)
   double latency_us = 0.0;  // one-way latency of a message
   std::string generation;   // "nvlink2", "pcie3x16", "ib-edr", ... ("" if unknown)
+  // Provenance only: it is part of equality (a graph that says where its speeds came
+  // from differently is described differently) but nothing that plans reads it, so two
+  // graphs differing only in sources give the same trees and plans.
+  LinkSource source = LinkSource::Table;
 
   // The total bandwidth of this directed link.
   double capacity() const { return gbps * multiplicity; }

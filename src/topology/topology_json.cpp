@@ -16,8 +16,8 @@ using nlohmann::json;
 const std::set<std::string> kTopFields = {"format", "version", "name", "devices", "links"};
 const std::set<std::string> kDeviceFields = {"id",    "kind",       "node", "gpu_index",
                                              "model", "pci_bus_id", "numa"};
-const std::set<std::string> kLinkFields = {"from",         "to",         "kind",       "gbps",
-                                           "multiplicity", "latency_us", "generation", "duplex"};
+const std::set<std::string> kLinkFields = {
+    "from", "to", "kind", "gbps", "multiplicity", "latency_us", "generation", "duplex", "source"};
 
 // Reports problems as "<origin>: <path>: <message>".
 class Reader {
@@ -153,6 +153,7 @@ class Reader {
         link.kind = g.kind;
         link.gbps = g.gbps;
         link.latency_us = g.latency_us;
+        link.source = g.overridden ? LinkSource::Override : LinkSource::Table;
       } else if (!l.contains("gbps") || !l.contains("kind")) {
         fail(path + ".generation",
              "unknown generation '" + link.generation +
@@ -172,6 +173,7 @@ class Reader {
     }
     if (l.contains("gbps")) {
       link.gbps = number(l["gbps"], path + ".gbps");
+      link.source = LinkSource::File;
     } else if (!have_generation) {
       fail(path, "missing required field 'gbps' (or a known 'generation')");
     }
@@ -187,6 +189,17 @@ class Reader {
     if (l.contains("latency_us")) {
       link.latency_us = number(l["latency_us"], path + ".latency_us");
       if (link.latency_us < 0.0) fail(path + ".latency_us", "latency must not be negative");
+    }
+    if (l.contains("source")) {
+      // What the file says about the speed it gives (a round trip keeps "table", "sysfs").
+      std::string source = string(l["source"], path + ".source");
+      auto parsed = parseLinkSource(source);
+      if (!parsed) {
+        fail(path + ".source", "unknown link source '" + source +
+                                   "' (expected one of: table, sysfs, measured, "
+                                   "BLINK_LINK_GBPS, file)");
+      }
+      link.source = *parsed;
     }
     bool duplex = l.contains("duplex") && boolean(l["duplex"], path + ".duplex");
     try {
@@ -259,6 +272,7 @@ std::string toJson(const Topology& topology) {
     j["multiplicity"] = link.multiplicity;
     j["latency_us"] = link.latency_us;
     if (!link.generation.empty()) j["generation"] = link.generation;
+    j["source"] = std::string(toString(link.source));
     if (duplex) j["duplex"] = true;
     links.push_back(std::move(j));
   }

@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace blink::topo {
@@ -89,6 +90,41 @@ std::string describeTopology(const Topology& t) {
       }
       out << "\n";
     }
+  }
+  return out.str();
+}
+
+std::string listDevicesAndLinks(const Topology& t) {
+  std::ostringstream out;
+  out << "Devices (" << t.numDevices() << "):\n";
+  for (Vertex v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+    const Device& d = t.device(v);
+    out << "  " << std::left << std::setw(14) << d.id << std::setw(11) << toString(d.kind)
+        << "node " << std::setw(3) << d.node;
+    if (d.kind == DeviceKind::Gpu) out << " gpu_index " << d.gpu_index;
+    if (d.numa >= 0) out << " numa " << d.numa;
+    if (!d.model.empty()) out << "  " << d.model;
+    out << "\n";
+  }
+  out << "Links (" << t.numLinks() << " directed; GB/s per lane and direction, source):\n";
+  std::set<Edge> written;
+  for (Edge e : t.links()) {
+    if (written.contains(e)) continue;
+    written.insert(e);
+    const Link& l = t.link(e);
+    bool duplex = false;
+    for (Edge back : t.linksBetween(t.target(e), t.source(e))) {
+      if (!written.contains(back) && t.link(back) == l) {
+        written.insert(back);
+        duplex = true;
+        break;
+      }
+    }
+    out << "  " << std::left << std::setw(14) << t.device(t.source(e)).id
+        << (duplex ? " <-> " : "  -> ") << std::setw(14) << t.device(t.target(e)).id << std::setw(8)
+        << toString(l.kind) << std::setw(10) << (l.generation.empty() ? "-" : l.generation)
+        << std::right << std::setw(7) << gbps(l.gbps) << " GB/s x" << l.multiplicity << "  "
+        << toString(l.source) << "\n";
   }
   return out.str();
 }

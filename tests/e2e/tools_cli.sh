@@ -21,4 +21,16 @@ info="$dir/blink-info"
 BLINK_DEBUG=LOUD "$info" --check-env >/dev/null 2>&1
 [ $? -eq 1 ] || fail "blink-info --check-env accepted BLINK_DEBUG=LOUD"
 BLINK_DEBUG=info "$info" --check-env >/dev/null || fail "blink-info --check-env rejected BLINK_DEBUG=info"
+# The graph a job would plan on, each link with its speed and where the speed came from.
+out=$(env -u BLINK_TOPO "$info" --topology) || fail "blink-info --topology exited $?"
+grep -q '^source: discovered' <<<"$out" || fail "blink-info --topology names no discovered source"
+if ! grep -q 'GPU ranks' <<<"$out"; then  # a machine without GPUs: a host rank on a socket
+  grep -Eq '^  rank0 +<-> cpu[0-9]+ +shm +shm +10 GB/s x1  table$' <<<"$out" ||
+    fail "blink-info --topology shows no shm link of rank0 from the table: $out"
+  out=$(env -u BLINK_TOPO BLINK_LINK_GBPS=shm=4 "$info" --topology) || fail "--topology, BLINK_LINK_GBPS"
+  grep -Eq '^  rank0 +<-> cpu[0-9]+ +shm +shm +4 GB/s x1  BLINK_LINK_GBPS$' <<<"$out" ||
+    fail "blink-info --topology does not show the BLINK_LINK_GBPS override: $out"
+fi
+BLINK_TOPO=dgx1-v100 "$info" --topology | grep -q '^source: BLINK_TOPO=dgx1-v100' ||
+  fail "blink-info --topology ignores BLINK_TOPO"
 echo "tools_cli: OK"

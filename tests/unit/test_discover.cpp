@@ -1,8 +1,10 @@
 // Discovery against this machine (no GPU: a CPU-only node), against an hwloc XML
 // export of a DGX-1-like machine, and with a fake NVML that reports its NVLinks.
 #include <gtest/gtest.h>
+#include <hwloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +111,68 @@ TEST(DiscoverLiveMachine, CpuOnlyNodeIsANormalResult) {
   for (Vertex v = 0; v < topo.numDevices(); ++v) {
     if (topo.device(v).kind == DeviceKind::Nic) {
       EXPECT_GE(topo.laneCount(v, LinkKind::Pcie), 1);
+    }
+  }
+}
+
+// hwloc's own view of this machine, through its C API: packages with the first NUMA
+// node of each, all NUMA nodes, and the PCI devices that are NICs (network class or
+// with a network / OpenFabrics OS device).
+struct HwlocView {
+  std::vector<int> first_numa_of_package;
+  int numa_nodes = 0;
+  int nics = 0;
+};
+
+HwlocView hwlocView() {
+  HwlocView view;
+  hwloc_topology_t t = nullptr;
+  EXPECT_EQ(hwloc_topology_init(&t), 0);
+  hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
+  EXPECT_EQ(hwloc_topology_load(t), 0);
+  const int packages = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+  for (int k = 0; k < packages; ++k) {
+    hwloc_obj_t p = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, static_cast<unsigned>(k));
+    view.first_numa_of_package.push_back(hwloc_bitmap_first(p->nodeset));
+  }
+  view.numa_nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+  for (hwloc_obj_t pci = hwloc_get_next_pcidev(t, nullptr); pci != nullptr;
+       pci = hwloc_get_next_pcidev(t, pci)) {
+    bool nic = (pci->attr->pcidev.class_id >> 8) == 0x02;
+    for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
+      nic = nic || (c->type == HWLOC_OBJ_OS_DEVICE &&
+                    (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK ||
+                     c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS));
+    }
+    const bool nvidia_display =
+        pci->attr->pcidev.vendor_id == 0x10de && (pci->attr->pcidev.class_id >> 8) == 0x03;
+    view.nics += nic && !nvidia_display ? 1 : 0;
+  }
+  hwloc_topology_destroy(t);
+  return view;
+}
+
+TEST(DiscoverLiveMachine, SocketsNumaNodesAndNicsAreHwlocs) {
+  const HwlocView hwloc = hwlocView();
+  const Topology topo = blink::topo::discoverLocalTopology();
+  // One cpu<k> per package (one "cpu0" when hwloc shows no package level), each on the
+  // first NUMA node of its package; together they cover every NUMA node of a package.
+  const std::size_t sockets = std::max<std::size_t>(hwloc.first_numa_of_package.size(), 1);
+  EXPECT_EQ(countKind(topo, DeviceKind::Cpu), static_cast<int>(sockets));
+  for (std::size_t k = 0; k < hwloc.first_numa_of_package.size(); ++k) {
+    auto cpu = topo.find("cpu" + std::to_string(k));
+    ASSERT_TRUE(cpu) << k;
+    EXPECT_EQ(topo.device(*cpu).numa, hwloc.first_numa_of_package[k]);
+  }
+  EXPECT_GE(hwloc.numa_nodes, static_cast<int>(hwloc.first_numa_of_package.size()));
+  EXPECT_EQ(countKind(topo, DeviceKind::Nic), hwloc.nics);
+  // Sockets are joined pairwise by the table's inter-socket link.
+  for (std::size_t a = 0; a < sockets; ++a) {
+    for (std::size_t b = 0; b < sockets; ++b) {
+      if (a == b) continue;
+      auto smp = linkOf(topo, "cpu" + std::to_string(a), "cpu" + std::to_string(b), LinkKind::Smp);
+      ASSERT_TRUE(smp);
+      EXPECT_EQ(smp->source, blink::topo::LinkSource::Table);
     }
   }
 }
