@@ -136,6 +136,7 @@ Communicator::Communicator(MPI_Comm comm) {
       }
       if (!direct_off_.empty()) direct_min_ = 0;
     }
+    memory_ = MemoryAgreement(comm_, timeout_s_);
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
     }
@@ -379,6 +380,7 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan(
         [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
@@ -402,6 +404,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  memory_.requireHostMemory({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (size() > 1 && direct(bytes)) {
@@ -423,6 +426,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  memory_.requireHostMemory({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan([&] {
       one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
@@ -452,6 +456,7 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   needBuffer(send, block, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
   if (size() > 1 && oneShot(bytes)) {  // comm rank order: no plan ranks involved
@@ -487,6 +492,7 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, block, "recvbuff");
   if (bytes == 0) return;
+  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   const auto me = static_cast<std::size_t>(rank());
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {
@@ -542,6 +548,7 @@ std::string Communicator::explain() const {
   }
   out << "\nThis rank's device: " << gpu_note_;
   out << "\nTransports: shared memory within a node, PMPI point-to-point between nodes\n";
+  out << "Memory: " << memory_.describe() << "\n";
   if (one_shot_max_ > 0) {
     out << "Collectives of up to " << one_shot_max_
         << " bytes: the one-shot shared-memory board (every rank posts its input, reads "

@@ -25,6 +25,7 @@
 #include "plan/plan.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
+#include "runtime/memory_agreement.hpp"
 #include "runtime/rank_layout.hpp"
 #include "transport/shm/node_collectives.hpp"
 #include "transport/shm/shm_one_shot.hpp"
@@ -94,6 +95,7 @@ class Communicator {
   std::string broken_;  // why this communicator can no longer run collectives ("" if it can)
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
+  MemoryAgreement memory_;  // every collective's first step: its buffers are host memory
   double timeout_s_ = 300.0;
   transport::SingleCopyMode single_copy_ = transport::SingleCopyMode::Automatic;
   std::unique_ptr<Transport> shm_;
