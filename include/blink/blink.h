@@ -63,8 +63,10 @@ typedef enum {
 /* The library's version as BLINK_VERSION_CODE. */
 blinkResult_t blinkGetVersion(int* version);
 
-/* A one-line, static description of this build: version, git revision and the
- * optional components compiled in, e.g. "Blink 0.1.0 (git 1a2b3c, CUDA on, UCX on, hwloc on)". */
+/* A one-line, static description of what this build runs: version, git revision,
+ * transports and memory types, e.g. "Blink 0.1.0 (git 1a2b3c, transports: shm, pmpi;
+ * memory: host; CUDA kernels compiled (sm_80, sm_90) but no CUDA data path; UCX: not
+ * used; ...)". `blink-info --version` adds what this machine has. */
 const char* blinkGetBuildInfo(void);
 
 /* A static English description of a result code; never NULL. */
