@@ -7,8 +7,10 @@
  * Only the entry points Blink's loader resolves (and cuGetErrorString) are provided;
  * they follow cuda.h's ABI: CUresult and enums are ints, CUdeviceptr is 64 bits.
  *
- * Environment, read by cuInit:
- *   FAKE_CUDA_INIT_RESULT=<n>  cuInit fails with CUDA error n (e.g. 100, no device)
+ * Environment:
+ *   FAKE_CUDA_INIT_RESULT=<n>     cuInit fails with CUDA error n (e.g. 100, no device)
+ *   FAKE_CUDA_POINTER_RESULT=<n>  cuPointerGetAttribute fails with CUDA error n on
+ *                                 marked memory (e.g. 201, no context)
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +107,8 @@ int cuPointerGetAttribute(void* data, int attribute, unsigned long long pointer)
   }
   /* What the real driver answers for pageable memory it never saw. */
   if (kind == FAKE_CUDA_UNMARK) return CUDA_ERROR_INVALID_VALUE;
+  const char* forced = getenv("FAKE_CUDA_POINTER_RESULT");
+  if (forced != NULL && atoi(forced) != 0) return atoi(forced);
   switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
       *(unsigned*)data = kind == FAKE_CUDA_REGISTERED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;

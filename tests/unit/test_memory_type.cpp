@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/memory_type.hpp"
@@ -74,6 +75,30 @@ TEST(MemoryType, ClassifiesHostDeviceManagedAndRegisteredPointers) {
     ASSERT_EQ(mark(p, 0, kUnmark), 0);
     EXPECT_EQ(driver.classify(p), MemoryType::Host);
   }
+}
+
+// No context means no CUDA allocation can hold the pointer; an error the driver does
+// not explain leaves the memory unknown, and unknown memory is not moved by the CPU.
+TEST(MemoryType, DriverErrorsOnAPointerAreHostOrUnknown) {
+  const CudaDriver driver = CudaDriver::load(FAKE_CUDA_PATH);
+  ASSERT_TRUE(driver.usable()) << driver.whyNot();
+  const MarkFn mark = fakeMark();
+  ASSERT_NE(mark, nullptr);
+  std::vector<char> device(64);
+  ASSERT_EQ(mark(device.data(), device.size(), kDevice), 0);
+  const std::pair<const char*, MemoryType> cases[] = {
+      {"201", MemoryType::Host},         // CUDA_ERROR_INVALID_CONTEXT
+      {"3", MemoryType::Host},           // CUDA_ERROR_NOT_INITIALIZED
+      {"4", MemoryType::Host},           // CUDA_ERROR_DEINITIALIZED
+      {"700", MemoryType::CudaUnknown},  // CUDA_ERROR_ILLEGAL_ADDRESS
+  };
+  for (const auto& [result, type] : cases) {
+    setenv("FAKE_CUDA_POINTER_RESULT", result, 1);
+    EXPECT_EQ(driver.classify(device.data()), type) << "CUDA error " << result;
+  }
+  unsetenv("FAKE_CUDA_POINTER_RESULT");
+  EXPECT_EQ(driver.classify(device.data()), MemoryType::CudaDevice);
+  mark(device.data(), 0, kUnmark);
 }
 
 TEST(MemoryType, ADriverWhoseInitFailsIsNoDriver) {
