@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "plan/planner.hpp"
+#include "runtime/memory_type.hpp"
 #include "runtime/mpi_wait.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
@@ -275,6 +276,18 @@ void Communicator::runOffPlan(Body&& body) {
   }
 }
 
+void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers) {
+  checkUsable();
+  try {
+    memory_.requireHostMemory(buffers);
+  } catch (const MemoryTypeError&) {
+    throw;  // every rank refused together: the communicator goes on
+  } catch (const Error& e) {
+    broken_ = e.what();  // a rank missed the agreement: its reduction may still be pending
+    throw;
+  }
+}
+
 void Communicator::checkRoot(int root) const {
   if (root < 0 || root >= layout_.size) {
     throw Error(blinkInvalidArgument, "root " + std::to_string(root) + " is not a rank of this " +
@@ -380,7 +393,7 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan(
         [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
@@ -404,7 +417,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  memory_.requireHostMemory({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
+  requireHostMemory({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (size() > 1 && direct(bytes)) {
@@ -426,7 +439,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  memory_.requireHostMemory({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
+  requireHostMemory({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
   if (size() > 1 && oneShot(bytes)) {
     runOffPlan([&] {
       one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
@@ -456,7 +469,7 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   needBuffer(send, block, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
   if (size() > 1 && oneShot(bytes)) {  // comm rank order: no plan ranks involved
@@ -492,7 +505,7 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, block, "recvbuff");
   if (bytes == 0) return;
-  memory_.requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   const auto me = static_cast<std::size_t>(rank());
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <list>
 #include <map>
 #include <memory>
@@ -84,6 +85,9 @@ class Communicator {
   template <typename Body>
   void runOffPlan(Body&& body);
   void checkUsable() const;
+  // Collective: throws MemoryTypeError on every rank when any rank's buffers are
+  // not host memory (memory_agreement.hpp); before any data of the call moves.
+  void requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers);
   std::byte* scratch(std::size_t bytes);
   void checkRoot(int root) const;
 

@@ -183,4 +183,25 @@ TEST_F(MemoryTypesWithFake, RegisteredHostMemoryIsHostMemory) {
   unmark(out.data());
 }
 
+TEST_F(MemoryTypesWithFake, APeerThatNeverComesToTheAgreementBreaksTheCommunicator) {
+  if (size_ < 2) GTEST_SKIP() << "needs two ranks";
+  blink::test::ScopedEnv timeout("BLINK_TIMEOUT_S", "1");
+  blinkComm_t comm = nullptr;
+  ASSERT_EQ(blinkCommInitFromMPI(&comm, MPI_COMM_WORLD), blinkSuccess) << blinkGetLastError();
+  std::vector<std::int32_t> in = inputOf(rank_, 64), out(64);
+  if (rank_ != 0) {
+    EXPECT_EQ(blinkAllReduce(in.data(), out.data(), in.size(), blinkInt32, blinkSum, comm),
+              blinkTimeout);
+    const std::string message = blinkGetLastError();
+    EXPECT_NE(message.find("agreeing on the memory types of the buffers"), std::string::npos)
+        << message;
+    // Its reduction is still pending: the communicator refuses further work.
+    EXPECT_EQ(blinkAllReduce(in.data(), out.data(), in.size(), blinkInt32, blinkSum, comm),
+              blinkInvalidUsage);
+    EXPECT_NE(std::string(blinkGetLastError()).find("failed earlier"), std::string::npos);
+  }
+  PMPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(blinkCommDestroy(comm), blinkSuccess);
+}
+
 }  // namespace
