@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "runtime/memory_type.hpp"
 #include "runtime/mpi_wait.hpp"
 
@@ -32,6 +33,10 @@ MemoryAgreement::MemoryAgreement(MPI_Comm comm, double timeout_seconds)
   allreduceWithin(&mine, &any, 1, MPI_INT, MPI_MAX, comm, timeout_seconds,
                   "agreeing whether any rank has a CUDA driver");
   cuda_anywhere_ = any != 0;
+  if (rank_ == 0) {
+    BLINK_LOG(Info,
+              "memory: " << describe() << " (rank 0: " << CudaDriver::process().describe() << ")");
+  }
 }
 
 void MemoryAgreement::requireHostMemory(std::initializer_list<Buffer> buffers) const {
