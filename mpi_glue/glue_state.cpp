@@ -46,6 +46,8 @@ const char* name(Fallback f) {
       return "unavailable";
     case Fallback::PlanFailed:
       return "plan_failed";
+    case Fallback::MemoryType:
+      return "memory_type";
     case Fallback::Count:
       break;
   }

@@ -25,6 +25,7 @@ enum class Fallback {
   Arguments,    // a mismatch Blink does not handle (e.g. Allgather send != recv type)
   Unavailable,  // Blink could not set up on this communicator (reason logged once)
   PlanFailed,   // every rank failed to build the plan together
+  MemoryType,   // a rank passed memory Blink cannot move (CUDA device or managed)
   Count
 };
 constexpr std::size_t kNumFallbacks = static_cast<std::size_t>(Fallback::Count);

@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "eligibility.hpp"
 #include "glue_state.hpp"
+#include "runtime/memory_type.hpp"
 
 namespace blink::glue {
 namespace {
@@ -44,6 +45,10 @@ std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&&
     body(*blink_comm);
     state().handled(c, bytes);
     return MPI_SUCCESS;
+  } catch (const runtime::MemoryTypeError& e) {
+    BLINK_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
+    state().fellBack(c, Fallback::MemoryType);
+    return std::nullopt;
   } catch (const CollectiveError& e) {
     BLINK_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
     state().fellBack(c, Fallback::PlanFailed);

@@ -63,8 +63,10 @@ typedef enum {
 /* The library's version as BLINK_VERSION_CODE. */
 blinkResult_t blinkGetVersion(int* version);
 
-/* A one-line, static description of this build: version, git revision and the
- * optional components compiled in, e.g. "Blink 0.1.0 (git 1a2b3c, CUDA on, UCX on, hwloc on)". */
+/* A one-line, static description of what this build runs: version, git revision,
+ * transports and memory types, e.g. "Blink 0.1.0 (git 1a2b3c, transports: shm, pmpi;
+ * memory: host; CUDA kernels compiled (sm_80, sm_90) but no CUDA data path; UCX: not
+ * used; ...)". `blink-info --version` adds what this machine has. */
 const char* blinkGetBuildInfo(void);
 
 /* A static English description of a result code; never NULL. */
@@ -93,14 +95,19 @@ blinkResult_t blinkCommDestroy(blinkComm_t comm);
 blinkResult_t blinkCommCount(blinkComm_t comm, int* count);
 blinkResult_t blinkCommUserRank(blinkComm_t comm, int* rank);
 
-/* The topology, rank layout, trees and every plan chosen so far, as text. Writes at
- * most `capacity` bytes (NUL-terminated) to `text` and sets *length to the full
- * length without the NUL; text may be NULL with capacity 0 to ask for the length. */
+/* The topology, rank layout, paths, accepted memory types and every plan chosen so
+ * far, as text. Writes at most `capacity` bytes (NUL-terminated) to `text` and sets
+ * *length to the full length without the NUL; text may be NULL with capacity 0 to
+ * ask for the length. */
 blinkResult_t blinkCommExplain(blinkComm_t comm, char* text, size_t capacity, size_t* length);
 
 /* ---- Collectives ------------------------------------------------------------
  *
- * Host buffers. Counts are elements. Every rank passes the same count, datatype,
+ * Host buffers: pageable, or registered with CUDA (pinned). Where a rank has a CUDA
+ * driver, every call first checks with its peers that all buffers are host memory:
+ * a CUDA device or managed buffer on any rank makes the call return
+ * blinkInvalidUsage on every rank, naming that rank, before any data moves, and the
+ * communicator stays usable. Counts are elements. Every rank passes the same count, datatype,
  * op and root. In-place, as in NCCL: AllReduce/Broadcast/Reduce with
  * sendbuff == recvbuff; AllGather with sendbuff == recvbuff + rank * count;
  * ReduceScatter with recvbuff == sendbuff + rank * recvcount. A buffer may be NULL

@@ -12,6 +12,7 @@
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
 #include "plan/tree_cache.hpp"
+#include "runtime/memory_type.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 #include "topology/topology_text.hpp"
@@ -144,6 +145,7 @@ Communicator::Communicator(MPI_Comm comm) {
         node_.board_off = node_.direct_off = "the ranks span nodes";
       }
     }
+    memory_ = MemoryAgreement(comm_, timeout_s_);
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
     }
@@ -274,6 +276,18 @@ void Communicator::runOffPlan(Body&& body) {
   }
 }
 
+void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers) {
+  checkUsable();
+  try {
+    memory_.requireHostMemory(buffers);
+  } catch (const MemoryTypeError&) {
+    throw;  // every rank refused together: the communicator goes on
+  } catch (const Error& e) {
+    broken_ = e.what();  // a rank missed the agreement: its reduction may still be pending
+    throw;
+  }
+}
+
 void Communicator::checkRoot(int root) const {
   if (root < 0 || root >= layout_.size) {
     throw Error(blinkInvalidArgument, "root " + std::to_string(root) + " is not a rank of this " +
@@ -397,6 +411,7 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   if (size() == 1) {
     copyIfDistinct(recv, send, bytes);
   } else {
@@ -425,6 +440,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  requireHostMemory({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
   if (size() == 1) {
     copyIfDistinct(recv, send, bytes);
     return;
@@ -451,6 +467,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  requireHostMemory({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
   std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : nullptr;
   if (size() == 1) {
     copyIfDistinct(work, send, bytes);
@@ -486,6 +503,7 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   needBuffer(send, block, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
   if (size() == 1) {
@@ -528,6 +546,7 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, block, "recvbuff");
   if (bytes == 0) return;
+  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
   const auto me = static_cast<std::size_t>(rank());
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {
@@ -589,6 +608,7 @@ std::string Communicator::explain() const {
   }
   out << "\nThis rank's device: " << gpu_note_;
   out << "\nStreams of plans: " << transports_.describe() << "\n";
+  out << "Memory: " << memory_.describe() << "\n";
   out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "
          "hierarchical, ring, dbt) and the node algorithms below"
       << (forced_text_.empty() ? "" : ", except where BLINK_ALGO=" + forced_text_ + " applies")

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <list>
 #include <map>
 #include <memory>
@@ -31,6 +32,7 @@
 #include "runtime/algorithm_choice.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
+#include "runtime/memory_agreement.hpp"
 #include "runtime/rank_layout.hpp"
 #include "transport/registry.hpp"
 
@@ -95,6 +97,9 @@ class Communicator {
   template <typename Body>
   void runOffPlan(Body&& body);
   void checkUsable() const;
+  // Collective: throws MemoryTypeError on every rank when any rank's buffers are
+  // not host memory (memory_agreement.hpp); before any data of the call moves.
+  void requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers);
   std::byte* scratch(std::size_t bytes);
   void checkRoot(int root) const;
 
@@ -106,6 +111,7 @@ class Communicator {
   std::string broken_;  // why this communicator can no longer run collectives ("" if it can)
   int bound_gpu_ = -1;  // CUDA ordinal for this rank when GPUs exist (local rank modulo count)
   std::string gpu_note_;
+  MemoryAgreement memory_;  // every collective's first step: its buffers are host memory
   double timeout_s_ = 300.0;
   bool cross_memory_allowed_ = true;  // BLINK_SHM_SINGLE_COPY is not 0
   transport::TransportSelection transports_;

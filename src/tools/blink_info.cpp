@@ -5,6 +5,7 @@
 #include "blink/blink.h"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "runtime/memory_type.hpp"
 #include "tools/cli.hpp"
 #include "topology/cuda_probe.hpp"
 #include "topology/job_graph.hpp"
@@ -19,9 +20,9 @@ const char* kHelp =
     R"(Usage: blink-info [--version] [--env] [--env-markdown] [--check-env] [--topology]
 
 Describes this build of Blink and its configuration.
-  (no option)     build information, the GPUs the CUDA runtime sees, and the
-                  BLINK_* variables that are set
-  --version       the one-line build string (version, git revision, components)
+  (no option)     what --version prints, then every BLINK_* variable
+  --version       what this build runs (version, git revision, transports, memory
+                  types), then what this machine has (CUDA driver, GPUs)
   --env           every BLINK_* variable with its current value or default
   --env-markdown  the configuration table of the README, generated from the code
   --check-env     validate every BLINK_* variable that is set; exit 1 on a bad one
@@ -64,6 +65,18 @@ void printTopology() {
             << blink::topo::listDevicesAndLinks(job.topology);
 }
 
+// The build string says what the code can do; this says what this machine lets it use.
+void printMachine() {
+  const auto cuda = blink::topo::probeCuda();
+  std::cout << "This machine: " << blink::runtime::CudaDriver::process().describe()
+            << "; CUDA devices: " << cuda.devices.size();
+  if (cuda.devices.empty()) std::cout << " (" << cuda.why_none << ")";
+  std::cout << "\n";
+  for (const auto& dev : cuda.devices) {
+    std::cout << "  GPU " << dev.ordinal << ": " << dev.name << " at " << dev.pci_bus_id << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -80,6 +93,7 @@ int main(int argc, char** argv) {
     }
     if (args.has("--version")) {
       std::cout << blinkGetBuildInfo() << "\n";
+      printMachine();
       return blink::cli::kOk;
     }
     if (args.has("--env-markdown")) {
@@ -100,13 +114,7 @@ int main(int argc, char** argv) {
       return blink::cli::kOk;
     }
     std::cout << blinkGetBuildInfo() << "\n";
-    auto cuda = blink::topo::probeCuda();
-    std::cout << "CUDA devices: " << cuda.devices.size();
-    if (cuda.devices.empty()) std::cout << " (" << cuda.why_none << ")";
-    std::cout << "\n";
-    for (const auto& dev : cuda.devices) {
-      std::cout << "  GPU " << dev.ordinal << ": " << dev.name << " at " << dev.pci_bus_id << "\n";
-    }
+    printMachine();
     printEnv();
     return blink::cli::kOk;
   } catch (const blink::cli::UsageError& e) {

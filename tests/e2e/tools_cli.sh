@@ -17,7 +17,12 @@ done
 rm -f /tmp/tools_cli.$$
 
 info="$dir/blink-info"
-"$info" --version | grep -q '^Blink [0-9]*\.[0-9]*\.[0-9]* (git ' || fail "blink-info --version"
+"$info" --version >/tmp/tools_cli.$$ || fail "blink-info --version exited $?"
+head -n 1 /tmp/tools_cli.$$ | grep -q '^Blink [0-9]*\.[0-9]*\.[0-9]* (git .*transports: ' ||
+  fail "blink-info --version: no build line"
+sed -n 2p /tmp/tools_cli.$$ | grep -q '^This machine: .*CUDA driver.*; CUDA devices: [0-9]' ||
+  fail "blink-info --version: no line for this machine"
+rm -f /tmp/tools_cli.$$
 BLINK_DEBUG=LOUD "$info" --check-env >/dev/null 2>&1
 [ $? -eq 1 ] || fail "blink-info --check-env accepted BLINK_DEBUG=LOUD"
 BLINK_DEBUG=info "$info" --check-env >/dev/null || fail "blink-info --check-env rejected BLINK_DEBUG=info"

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/memory_type.hpp"
+
 namespace blink::test {
 
 inline int worldRank() {
@@ -18,6 +20,16 @@ inline int worldSize() {
   int s = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+// Collective over MPI_COMM_WORLD: whether Blink's calls first agree on the memory
+// types of their buffers (runtime/memory_agreement.hpp), as where any rank has a
+// CUDA driver. A peer that stays away from a call is then missed in that agreement,
+// which cannot say which rank it waited for.
+inline bool callsAgreeOnMemoryTypes() {
+  int mine = blink::runtime::CudaDriver::process().usable() ? 1 : 0, any = 0;
+  PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
 }
 
 // Sets an environment variable for the lifetime of the object, then restores it

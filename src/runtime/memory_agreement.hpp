@@ -1,0 +1,46 @@
+// The ranks of a communicator agree on the memory types of a collective's buffers
+// before any data moves, because a decision taken from local memory types alone
+// could split them (rank 0 may pass a device pointer, rank 1 a host one).
+//
+// At creation the ranks agree, with one reduction, whether a usable CUDA driver
+// exists on any rank. Only then does each collective classify its buffers and
+// agree on "all host memory" with one more small reduction; without a driver
+// anywhere a collective checks nothing and pays nothing.
+#pragma once
+
+#include <mpi.h>
+
+#include <initializer_list>
+#include <string>
+
+namespace blink::runtime {
+
+class MemoryAgreement {
+ public:
+  struct Buffer {
+    const void* pointer;  // nullptr where this rank does not use the buffer
+    const char* name;     // "sendbuff", "recvbuff": the same list on every rank
+  };
+
+  MemoryAgreement() = default;  // checks nothing
+  // Collective over `comm` (a communicator only Blink uses): one reduction.
+  MemoryAgreement(MPI_Comm comm, double timeout_seconds);
+
+  bool checksBuffers() const { return cuda_anywhere_; }
+
+  // Collective when checksBuffers(). Throws MemoryTypeError(blinkInvalidUsage) on
+  // every rank alike when some rank's buffer is not host memory, naming the lowest
+  // such rank, its buffer and its memory type.
+  void requireHostMemory(std::initializer_list<Buffer> buffers) const;
+
+  // What the communicator accepts and why it checks or not, for explain().
+  std::string describe() const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  double timeout_seconds_ = 0;
+  int rank_ = 0;
+  bool cuda_anywhere_ = false;
+};
+
+}  // namespace blink::runtime
