@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <optional>
 
 #include "blink/blink.h"
@@ -17,6 +18,26 @@ namespace blink::glue {
 // MPI_CHAR and MPI_BYTE are not reduction types in MPI; they, derived types and
 // everything else give nullopt.
 std::optional<blinkDataType_t> reductionType(MPI_Datatype type);
+
+// The size of the types reductionType gives, without a call into libblink.
+constexpr std::size_t reducibleSize(blinkDataType_t type) {
+  switch (type) {
+    case blinkInt8:
+    case blinkUint8:
+      return 1;
+    case blinkInt16:
+    case blinkUint16:
+    case blinkFloat16:
+    case blinkBfloat16:
+      return 2;
+    case blinkInt32:
+    case blinkUint32:
+    case blinkFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
 
 // MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX; nullopt for every other op.
 std::optional<blinkRedOp_t> reductionOp(MPI_Op op);

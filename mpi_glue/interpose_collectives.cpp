@@ -64,35 +64,45 @@ std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&&
 
 // Reductions: a run of one predefined type Blink reduces, and a predefined op.
 struct Reduction {
-  TypeInfo info;
+  TypeInfo info;  // complete once the checks passed, or for a derived type
+  bool derived = false;
   blinkDataType_t type{};
   blinkRedOp_t op{};
-  std::uint64_t bytes = 0;   // signature bytes of one rank's buffer (a block for
-                             // Reduce_scatter_block)
-  std::size_t elements = 0;  // of `type` in those bytes
+  std::uint64_t bytes = 0;  // signature bytes of one rank's buffer (a block for
+                            // Reduce_scatter_block)
+  // Of `type` in those bytes (a division: only off the fast path).
+  std::size_t elements() const { return static_cast<std::size_t>(bytes / info.element_size); }
 };
 
 std::optional<Fallback> reductionChecks(Coll c, MPI_Comm comm, int count, MPI_Datatype type,
                                         MPI_Op op, Reduction& r) {
   if (!state().enabled.load(std::memory_order_relaxed)) return Fallback::Disabled;
-  r.info = describe(type);
-  if (!r.info.run || !r.info.reducible) return Fallback::Datatype;
+  // A predefined type (nearly every call) is decided on without describing it.
+  if (auto predefined = reductionType(type)) {
+    r.type = *predefined;
+    r.bytes = count > 0 ? static_cast<std::uint64_t>(count) * reducibleSize(*predefined) : 0;
+  } else {
+    r.info = describeOther(type);
+    r.derived = true;
+    if (!r.info.run || !r.info.reducible) return Fallback::Datatype;
+    auto bytes = signatureBytes(count, r.info);
+    if (!bytes) return Fallback::Arguments;
+    r.type = *r.info.reducible;
+    r.bytes = *bytes;
+  }
   auto o = reductionOp(op);
   if (!o) return Fallback::Op;
-  auto bytes = signatureBytes(count, r.info);
-  if (!bytes) return Fallback::Arguments;
-  r.type = *r.info.reducible;
   r.op = *o;
-  r.bytes = *bytes;
-  r.elements = static_cast<std::size_t>(r.bytes / blinkDataTypeSize(r.type));
-  return commonChecks(c, comm, r.bytes);
+  if (auto why = commonChecks(c, comm, r.bytes)) return why;
+  if (!r.derived) describePredefined(type, r.type, reducibleSize(r.type), r.info);
+  return std::nullopt;
 }
 
 // Bcast and Allgather: any run of one predefined type, moved as bytes.
 std::optional<Fallback> movementChecks(Coll c, MPI_Comm comm, int count, MPI_Datatype type,
                                        TypeInfo& info, std::uint64_t& bytes) {
   if (!state().enabled.load(std::memory_order_relaxed)) return Fallback::Disabled;
-  info = describe(type);
+  describe(type, info);
   if (!info.run) return Fallback::Datatype;
   auto b = signatureBytes(count, info);
   if (!b) return Fallback::Arguments;
@@ -170,9 +180,9 @@ void stagedReduceScatter(const Reduction& r, const void* in, void* recvbuf, int 
 // back only for its size goes to MPI as elements of the predefined type (packed
 // where the layout has gaps). Every rank agrees on the size; the elements' count
 // fits MPI's int below any threshold a job uses.
-bool reduceAsElements(const Reduction& r, MPI_Datatype type, std::optional<Fallback> why) {
-  return why == Fallback::BelowThreshold && r.info.element != type &&
-         r.elements <= static_cast<std::size_t>(INT_MAX);
+bool reduceAsElements(const Reduction& r, std::optional<Fallback> why) {
+  return why == Fallback::BelowThreshold && r.derived &&
+         r.elements() <= static_cast<std::size_t>(INT_MAX);
 }
 
 // Runs `call` (an MPI call with staging around it); a failure to stage goes to the
@@ -214,22 +224,23 @@ extern "C" int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   if (!why) {
     if (auto rc = runOnBlink(Coll::Allreduce, comm, r.bytes, [&](auto& c) {
-          blink::glue::stagedAllreduce(
-              r, in, recvbuf, count, datatype, comm,
-              [&](const void* from, void* to) { c.allReduce(from, to, r.elements, r.type, r.op); });
+          blink::glue::stagedAllreduce(r, in, recvbuf, count, datatype, comm,
+                                       [&](const void* from, void* to) {
+                                         c.allReduce(from, to, r.elements(), r.type, r.op);
+                                       });
         })) {
       return *rc;
     }
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   }
   state().fellBack(Coll::Allreduce, *why);
-  if (blink::glue::reduceAsElements(r, datatype, why)) {
+  if (blink::glue::reduceAsElements(r, why)) {
     int rc = MPI_SUCCESS;
     return blink::glue::asMpiCall(comm, [&] {
       blink::glue::stagedAllreduce(
           r, in, recvbuf, count, datatype, comm, [&](const void* from, void* to) {
-            rc = PMPI_Allreduce(blink::glue::inPlaceFor(from, to), to, static_cast<int>(r.elements),
-                                r.info.element, op, comm);
+            rc = PMPI_Allreduce(blink::glue::inPlaceFor(from, to), to,
+                                static_cast<int>(r.elements()), r.info.element, op, comm);
           });
       return rc;
     });
@@ -250,7 +261,7 @@ extern "C" int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
     if (auto rc = runOnBlink(Coll::Reduce, comm, r.bytes, [&](auto& c) {
           blink::glue::stagedReduce(r, in, recvbuf, count, datatype, c.rank() == root, comm,
                                     [&](const void* from, void* to) {
-                                      c.reduce(from, to, r.elements, r.type, r.op, root);
+                                      c.reduce(from, to, r.elements(), r.type, r.op, root);
                                     });
         })) {
       return *rc;
@@ -258,14 +269,14 @@ extern "C" int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
     return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   }
   state().fellBack(Coll::Reduce, *why);
-  if (blink::glue::reduceAsElements(r, datatype, why) && blink::glue::validRoot(root, comm)) {
+  if (blink::glue::reduceAsElements(r, why) && blink::glue::validRoot(root, comm)) {
     int rank = 0, rc = MPI_SUCCESS;
     PMPI_Comm_rank(comm, &rank);
     return blink::glue::asMpiCall(comm, [&] {
       blink::glue::stagedReduce(
           r, in, recvbuf, count, datatype, rank == root, comm, [&](const void* from, void* to) {
             rc = PMPI_Reduce(rank == root ? blink::glue::inPlaceFor(from, to) : from,
-                             rank == root ? to : nullptr, static_cast<int>(r.elements),
+                             rank == root ? to : nullptr, static_cast<int>(r.elements()),
                              r.info.element, op, root, comm);
           });
       return rc;
@@ -290,7 +301,7 @@ extern "C" int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
     if (auto rc = runOnBlink(Coll::ReduceScatterBlock, comm, r.bytes, [&](auto& c) {
           blink::glue::stagedReduceScatter(r, in, recvbuf, recvcount, datatype, comm,
                                            [&](const void* from, void* to) {
-                                             c.reduceScatter(from, to, r.elements, r.type, r.op);
+                                             c.reduceScatter(from, to, r.elements(), r.type, r.op);
                                            });
         })) {
       return *rc;
@@ -298,13 +309,14 @@ extern "C" int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   }
   state().fellBack(Coll::ReduceScatterBlock, *why);
-  if (blink::glue::reduceAsElements(r, datatype, why)) {
+  if (blink::glue::reduceAsElements(r, why)) {
     int rc = MPI_SUCCESS;
     return blink::glue::asMpiCall(comm, [&] {
       blink::glue::stagedReduceScatter(
           r, in, recvbuf, recvcount, datatype, comm, [&](const void* from, void* to) {
-            rc = PMPI_Reduce_scatter_block(blink::glue::inPlaceFor(from, to), to,
-                                           static_cast<int>(r.elements), r.info.element, op, comm);
+            rc =
+                PMPI_Reduce_scatter_block(blink::glue::inPlaceFor(from, to), to,
+                                          static_cast<int>(r.elements()), r.info.element, op, comm);
           });
       return rc;
     });
@@ -357,7 +369,7 @@ extern "C" int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype se
   }
   const bool in_place = sendbuf == MPI_IN_PLACE;
   blink::glue::TypeInfo send;
-  if (!why && !in_place) send = blink::glue::describe(sendtype);
+  if (!why && !in_place) blink::glue::describe(sendtype, send);
   if (!why && !blink::glue::everyRankCanStage(comm, block,
                                               stageable(recv) && (in_place || stageable(send)))) {
     why = Fallback::Arguments;

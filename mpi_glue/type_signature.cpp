@@ -117,18 +117,6 @@ Run analyse(MPI_Datatype type, int depth) {
   return analyse(contents.types()[0], depth + 1);
 }
 
-TypeInfo predefined(MPI_Datatype type, std::optional<blinkDataType_t> reducible,
-                    std::uint64_t size) {
-  TypeInfo info;
-  info.run = true;
-  info.element = type;
-  info.reducible = reducible;
-  info.size = size;
-  info.extent = static_cast<MPI_Aint>(size);
-  info.contiguous = true;
-  return info;
-}
-
 TypeInfo describeByMpi(MPI_Datatype type) {
   TypeInfo info;
   MPI_Count size = 0;
@@ -136,7 +124,12 @@ TypeInfo describeByMpi(MPI_Datatype type) {
   const Run run = analyse(type, 0);
   info.run = run.run;
   info.element = run.element;
-  if (run.run && run.element != MPI_DATATYPE_NULL) info.reducible = reductionType(run.element);
+  MPI_Count element_size = 0;
+  if (run.run && run.element != MPI_DATATYPE_NULL &&
+      PMPI_Type_size_x(run.element, &element_size) == MPI_SUCCESS && element_size > 0) {
+    info.reducible = reductionType(run.element);
+    info.element_size = static_cast<std::uint64_t>(element_size);
+  }
   info.size = static_cast<std::uint64_t>(size);
   MPI_Aint lb = 0, true_lb = 0, true_extent = 0;
   if (PMPI_Type_get_extent(type, &lb, &info.extent) != MPI_SUCCESS ||
@@ -179,12 +172,7 @@ std::mutex analysis_mutex;
 
 }  // namespace
 
-TypeInfo describe(MPI_Datatype type) {
-  // The predefined types of nearly every call: no MPI call at all.
-  if (auto reducible = reductionType(type)) {
-    return predefined(type, reducible, blinkDataTypeSize(*reducible));
-  }
-  if (type == MPI_BYTE || type == MPI_CHAR) return predefined(type, std::nullopt, 1);
+TypeInfo describeOther(MPI_Datatype type) {
   if (type == MPI_DATATYPE_NULL) return TypeInfo{};
   const int key = keyval();
   if (key == MPI_KEYVAL_INVALID) return describeByMpi(type);
@@ -196,15 +184,6 @@ TypeInfo describe(MPI_Datatype type) {
   auto* stored = new TypeInfo(info);
   if (PMPI_Type_set_attr(type, key, stored) != MPI_SUCCESS) delete stored;
   return info;
-}
-
-std::optional<std::uint64_t> signatureBytes(MPI_Count count, const TypeInfo& info) {
-  if (count <= 0) return 0;
-  std::uint64_t bytes = 0;
-  if (__builtin_mul_overflow(static_cast<std::uint64_t>(count), info.size, &bytes)) {
-    return std::nullopt;
-  }
-  return bytes;
 }
 
 }  // namespace blink::glue

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "blink/blink.h"
+#include "eligibility.hpp"
 
 namespace blink::glue {
 
@@ -26,7 +27,8 @@ struct TypeInfo {
   MPI_Datatype element = MPI_DATATYPE_NULL;
   // Blink's type for `element` when a run of it can be reduced as that type.
   std::optional<blinkDataType_t> reducible;
-  std::uint64_t size = 0;  // bytes of data in one item (PMPI_Type_size_x)
+  std::uint64_t size = 0;          // bytes of data in one item (PMPI_Type_size_x)
+  std::uint64_t element_size = 0;  // bytes of one `element` (0 when none)
 
   // Layout: items of `extent` bytes; `contiguous` when count items are exactly
   // count * size bytes from the buffer's address (no gaps, lower bound 0).
@@ -34,11 +36,42 @@ struct TypeInfo {
   bool contiguous = false;
 };
 
-// The description of `type`; run = false for MPI_DATATYPE_NULL or a type MPI
-// cannot describe. Thread-safe.
-TypeInfo describe(MPI_Datatype type);
+// The description of `type`, for one describe() does not know by its handle; run = false for
+// MPI_DATATYPE_NULL or a type MPI cannot describe. Thread-safe.
+TypeInfo describeOther(MPI_Datatype type);
+
+// Fills `info` for a predefined type of `size` bytes (`reducible`: its
+// reductionType). Field by field, on purpose: the interposer's fast path, where
+// building a temporary and copying it costs store-forwarding stalls.
+inline void describePredefined(MPI_Datatype type, std::optional<blinkDataType_t> reducible,
+                               std::uint64_t size, TypeInfo& info) {
+  info.run = true;
+  info.element = type;
+  info.reducible = reducible;
+  info.size = size;
+  info.element_size = size;
+  info.extent = static_cast<MPI_Aint>(size);
+  info.contiguous = true;
+}
+
+// The description of `type` in `info`: the bytes of most Bcast and Allgather
+// calls and the types Blink reduces without any MPI call, others by describeOther.
+inline void describe(MPI_Datatype type, TypeInfo& info) {
+  if (type == MPI_BYTE || type == MPI_CHAR) return describePredefined(type, std::nullopt, 1, info);
+  if (const auto reducible = reductionType(type)) {
+    return describePredefined(type, reducible, reducibleSize(*reducible), info);
+  }
+  info = describeOther(type);
+}
 
 // count * info.size, or nullopt when that does not fit in 64 bits.
-std::optional<std::uint64_t> signatureBytes(MPI_Count count, const TypeInfo& info);
+inline std::optional<std::uint64_t> signatureBytes(MPI_Count count, const TypeInfo& info) {
+  if (count <= 0) return 0;
+  std::uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(count), info.size, &bytes)) {
+    return std::nullopt;
+  }
+  return bytes;
+}
 
 }  // namespace blink::glue
