@@ -6,9 +6,10 @@
 # reduces plain types only: Open MPI rejects predefined ops on derived types, which
 # the interposer reduces as their predefined element type, in Blink or below its
 # thresholds in MPI):
-# - default thresholds: every call handled by Blink or below its threshold, no other
-#   fallback, and Blink handled some of every collective;
-# - BLINK_MPI_MIN_BYTES=0: Blink handled every call the program made;
+# - default thresholds: every call handled by Blink or below its threshold, except
+#   the Bcasts whose signature is no run of one predefined type (fallback.datatype,
+#   as many as the program reports), and Blink handled some of every collective;
+# - BLINK_MPI_MIN_BYTES=0: Blink handled every call the program made but those;
 # - one rank with another BLINK_MPI_MIN_BYTES: the ranks disable Blink together
 #   (one warning) instead of hanging, and MPI does every call.
 # Usage: interposer_mixed_datatypes.sh LIBBLINK_MPI PROGRAM NP MPIEXEC [MPIEXEC_FLAGS...]
@@ -47,10 +48,11 @@ count() {
   [ -n "$line" ] || fail "$1: no accounting line for $2"
   echo "$line" | tr ' ' '\n' | awk -F= -v k="$3" '$1 == k {print $2; found=1} END {if (!found) print 0}'
 }
-# fallbacks RUN COLLECTIVE: the sum of its fallback counts other than below_threshold.
+# other_fallbacks RUN COLLECTIVE: the sum of its fallback counts other than
+# below_threshold and datatype.
 other_fallbacks() {
   grep "blink-accounting $2 " "$work/$1.err" | tr ' ' '\n' |
-    awk -F= '$1 ~ /^fallback\./ && $1 != "fallback.below_threshold" {n += $2} END {print n + 0}'
+    awk -F= '$1 ~ /^fallback\./ && $1 != "fallback.below_threshold" && $1 != "fallback.datatype" {n += $2} END {print n + 0}'
 }
 # calls COLLECTIVE: how many calls of it the program made (its own count).
 calls() {
@@ -68,14 +70,23 @@ grep -q " 0 wrong$" "$work/native.out" || fail "the native run is wrong"
 for run in preload preload_all disagree; do
   cmp -s "$work/native.out" "$work/$run.out" || fail "$run: output differs from the native run"
 done
+not_run=$(calls bcast_not_run)
+[ "${not_run:-0}" -gt 0 ] || fail "the program reports no Bcast of a type that is no run"
 for coll in allreduce bcast reduce allgather reduce_scatter_block; do
-  n=$(calls $coll)
+  n=$(calls $coll) expect_datatype=0
   [ "${n:-0}" -gt 0 ] || fail "the program reports no $coll calls"
+  [ $coll = bcast ] && expect_datatype=$not_run
   handled=$(count preload $coll handled) small=$(count preload $coll fallback.below_threshold)
   [ "$handled" -gt 0 ] || fail "preload: Blink handled no $coll"
-  [ "$(other_fallbacks preload $coll)" -eq 0 ] || fail "preload: a $coll fell back for a reason other than its size"
-  [ $((handled + small)) -eq "$n" ] || fail "preload: $coll handled $handled + small $small != $n calls"
-  [ "$(count preload_all $coll handled)" -eq "$n" ] || fail "BLINK_MPI_MIN_BYTES=0: Blink handled $(count preload_all $coll handled) of $n ${coll}s"
+  [ "$(other_fallbacks preload $coll)" -eq 0 ] || fail "preload: a $coll fell back for a reason other than its size or type"
+  for run in preload preload_all; do
+    [ "$(count $run $coll fallback.datatype)" -eq $expect_datatype ] ||
+      fail "$run: $(count $run $coll fallback.datatype) ${coll}s fell back for their type, expected $expect_datatype"
+  done
+  [ $((handled + small + expect_datatype)) -eq "$n" ] ||
+    fail "preload: $coll handled $handled + small $small + not a run $expect_datatype != $n calls"
+  [ "$(count preload_all $coll handled)" -eq $((n - expect_datatype)) ] ||
+    fail "BLINK_MPI_MIN_BYTES=0: Blink handled $(count preload_all $coll handled) of $n ${coll}s"
   [ "$(count disagree $coll handled)" -eq 0 ] || fail "disagreeing ranks: Blink still handled $coll"
   [ "$(count disagree $coll fallback.disabled)" -eq "$n" ] || fail "disagreeing ranks: $coll not all counted as disabled"
 done

@@ -34,6 +34,7 @@ typedef struct {
 
 static int g_rank, g_size, g_checks, g_failures, g_plain_reductions;
 static long g_calls_allreduce, g_calls_bcast, g_calls_reduce, g_calls_allgather, g_calls_rsb;
+static long g_bcast_not_run; /* Bcasts whose signature is no run of one predefined type */
 
 static void on_alarm(int sig) {
   (void)sig;
@@ -236,6 +237,78 @@ static void check_reduce_scatter(void* send, void* recv, int n, int t, int in_pl
   free_view(&v);
 }
 
+/* Other constructors of the same signature, 2n MPI_INT: n MPI_2INT (a pair type),
+ * a struct of an int block and a contiguous(n) block, an indexed type with a gap
+ * and a dup of a strided vector; the root cycles through them. Then n (float,
+ * int) pairs as MPI_FLOAT_INT on the root and as an equivalent struct elsewhere:
+ * no run of one type, so MPI must take it on every rank. */
+static void check_signatures(int* buf, int n) {
+  MPI_Datatype contig, pieces[2], strided;
+  MPI_Type_contiguous(n, MPI_INT, &contig);
+  int lengths[2] = {n, 1};
+  MPI_Aint displs[2] = {0, (MPI_Aint)n * (MPI_Aint)sizeof(int)};
+  MPI_Datatype members[2] = {MPI_INT, contig};
+  MPI_Type_create_struct(2, lengths, displs, members, &pieces[0]);
+  int block_lengths[2] = {n, n}, block_displs[2] = {0, n + 3};
+  MPI_Type_indexed(2, block_lengths, block_displs, MPI_INT, &pieces[1]);
+  MPI_Type_vector(2 * n, 1, 2, MPI_INT, &strided);
+  MPI_Datatype dup;
+  MPI_Type_dup(strided, &dup);
+  MPI_Datatype kinds[4] = {MPI_2INT, pieces[0], pieces[1], dup};
+  const int counts[4] = {n, 1, 1, 1};
+  const char* names[4] = {"2int", "struct", "indexed", "dup vector"};
+  for (int k = 1; k < 4; ++k) MPI_Type_commit(&kinds[k]);
+  for (int t = 0; t < 4; ++t) {
+    const int root = t % g_size, mine = (g_rank + t) % 4;
+    /* Logical element i's position in each layout. */
+    for (int i = 0; i < 4 * n + 8; ++i) buf[i] = kSentinel;
+    for (long i = 0; i < 2L * n; ++i) {
+      long at_i = mine == 2 && i >= n ? i + 3 : mine == 3 ? 2 * i : i;
+      if (g_rank == root) buf[at_i] = (int)(i * 3 + t);
+    }
+    ++g_calls_bcast;
+    MPI_Bcast(buf, counts[mine], kinds[mine], root, MPI_COMM_WORLD);
+    int bad = 0;
+    for (long i = 0; i < 2L * n; ++i) {
+      long at_i = mine == 2 && i >= n ? i + 3 : mine == 3 ? 2 * i : i;
+      bad |= buf[at_i] != i * 3 + t;
+      if (mine == 3) bad |= buf[2 * i + 1] != kSentinel;
+    }
+    if (mine == 2) bad |= buf[n] != kSentinel || buf[n + 1] != kSentinel || buf[n + 2] != kSentinel;
+    char what[128];
+    snprintf(what, sizeof what, "bcast %d int, root %d as %s, rank 1 as %s", 2 * n, root,
+             names[(root + t) % 4], names[(1 + t) % 4]);
+    report(what, bad);
+  }
+  for (int k = 1; k < 4; ++k) MPI_Type_free(&kinds[k]);
+  MPI_Type_free(&contig);
+  MPI_Type_free(&strided);
+
+  /* (float, int) pairs: MPI_FLOAT_INT or a struct of the same signature. */
+  struct pair {
+    float f;
+    int i;
+  }* pairs = (struct pair*)buf;
+  MPI_Datatype pair_struct;
+  int one[2] = {1, 1};
+  MPI_Aint pair_displs[2] = {0, (MPI_Aint)sizeof(float)};
+  MPI_Datatype pair_members[2] = {MPI_FLOAT, MPI_INT};
+  MPI_Type_create_struct(2, one, pair_displs, pair_members, &pair_struct);
+  MPI_Type_commit(&pair_struct);
+  for (int i = 0; i < n; ++i)
+    pairs[i].f = g_rank == 0 ? (float)i : -1.0f, pairs[i].i = g_rank ? 0 : -i;
+  ++g_calls_bcast;
+  ++g_bcast_not_run;
+  MPI_Bcast(pairs, n, g_rank == 0 ? MPI_FLOAT_INT : pair_struct, 0, MPI_COMM_WORLD);
+  int bad = 0;
+  for (int i = 0; i < n; ++i) bad |= pairs[i].f != (float)i || pairs[i].i != -i;
+  char what[128];
+  snprintf(what, sizeof what, "bcast %d float_int pairs, root as MPI_FLOAT_INT, others as struct",
+           n);
+  report(what, bad);
+  MPI_Type_free(&pair_struct);
+}
+
 int main(int argc, char** argv) {
   signal(SIGALRM, on_alarm);
   alarm(kTimeLimitS);
@@ -262,11 +335,15 @@ int main(int argc, char** argv) {
       check_reduce_scatter(a, b, n / 4, t, in_place);
     }
   }
+  check_signatures((int*)a, 1024);
   free(a);
   free(b);
   if (g_rank == 0) {
-    printf("calls allreduce=%ld bcast=%ld reduce=%ld allgather=%ld reduce_scatter_block=%ld\n",
-           g_calls_allreduce, g_calls_bcast, g_calls_reduce, g_calls_allgather, g_calls_rsb);
+    printf(
+        "calls allreduce=%ld bcast=%ld reduce=%ld allgather=%ld reduce_scatter_block=%ld "
+        "bcast_not_run=%ld\n",
+        g_calls_allreduce, g_calls_bcast, g_calls_reduce, g_calls_allgather, g_calls_rsb,
+        g_bcast_not_run);
     printf("%d checks, %d wrong\n", g_checks, g_failures);
   }
   MPI_Finalize();
