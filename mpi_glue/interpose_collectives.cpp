@@ -176,13 +176,14 @@ void stagedReduceScatter(const Reduction& r, const void* in, void* recvbuf, int 
 
 // Open MPI 4.1 rejects predefined ops on derived datatypes (MPI_ERR_OP), while
 // Blink reduces a run of one predefined type as that type. So that such a call
-// does not succeed above BLINK_MPI_MIN_BYTES and fail below it, one that falls
-// back only for its size goes to MPI as elements of the predefined type (packed
-// where the layout has gaps). Every rank agrees on the size; the elements' count
-// fits MPI's int below any threshold a job uses.
-bool reduceAsElements(const Reduction& r, std::optional<Fallback> why) {
-  return why == Fallback::BelowThreshold && r.derived &&
-         r.elements() <= static_cast<std::size_t>(INT_MAX);
+// does not succeed in Blink and fail in MPI, one that Blink would have taken but
+// for its size or for Blink being unavailable goes to MPI as elements of the
+// predefined type (packed where the layout has gaps). Every rank knows the same
+// reason; the elements' count must fit MPI's int.
+bool reduceAsElements(const Reduction& r, Fallback why) {
+  return (why == Fallback::BelowThreshold || why == Fallback::Unavailable ||
+          why == Fallback::PlanFailed) &&
+         r.derived && r.elements() <= static_cast<std::size_t>(INT_MAX);
 }
 
 // Runs `call` (an MPI call with staging around it); a failure to stage goes to the
@@ -231,10 +232,11 @@ extern "C" int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
         })) {
       return *rc;
     }
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
+  } else {
+    state().fellBack(Coll::Allreduce, *why);
   }
-  state().fellBack(Coll::Allreduce, *why);
-  if (blink::glue::reduceAsElements(r, why)) {
+  if (blink::glue::reduceAsElements(r, *why)) {
     int rc = MPI_SUCCESS;
     return blink::glue::asMpiCall(comm, [&] {
       blink::glue::stagedAllreduce(
@@ -266,10 +268,11 @@ extern "C" int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
         })) {
       return *rc;
     }
-    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
+  } else {
+    state().fellBack(Coll::Reduce, *why);
   }
-  state().fellBack(Coll::Reduce, *why);
-  if (blink::glue::reduceAsElements(r, why) && blink::glue::validRoot(root, comm)) {
+  if (blink::glue::reduceAsElements(r, *why) && blink::glue::validRoot(root, comm)) {
     int rank = 0, rc = MPI_SUCCESS;
     PMPI_Comm_rank(comm, &rank);
     return blink::glue::asMpiCall(comm, [&] {
@@ -306,10 +309,11 @@ extern "C" int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
         })) {
       return *rc;
     }
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
+  } else {
+    state().fellBack(Coll::ReduceScatterBlock, *why);
   }
-  state().fellBack(Coll::ReduceScatterBlock, *why);
-  if (blink::glue::reduceAsElements(r, why)) {
+  if (blink::glue::reduceAsElements(r, *why)) {
     int rc = MPI_SUCCESS;
     return blink::glue::asMpiCall(comm, [&] {
       blink::glue::stagedReduceScatter(
