@@ -47,7 +47,10 @@ bool stageable(const TypeInfo& info) {
 }
 
 bool everyRankCanStage(MPI_Comm comm, std::uint64_t bytes, bool here) {
-  if (bytes <= kIntMax) return here;
+  // Items of a legal call hold at most `bytes` each, so every rank can pack them;
+  // an erroneous one (an Allgather send signature larger than a block) fails in
+  // pack() instead of deciding differently from the other ranks.
+  if (bytes <= kIntMax) return true;
   int mine = here ? 1 : 0, all = 0;
   if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return false;
   return all == 1;

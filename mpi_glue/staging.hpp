@@ -23,8 +23,7 @@ bool stageable(const TypeInfo& info);
 // Collective over `comm`: whether every rank can stage its buffers (`here` on this
 // rank) for a call of `bytes` signature bytes per rank. Only calls of more than
 // INT_MAX bytes can hold an item too large to pack, so only those agree (one
-// PMPI_Allreduce, negligible beside moving 2 GiB); smaller ones return `here`,
-// which is then true on every rank.
+// PMPI_Allreduce, negligible beside moving 2 GiB); smaller ones return true.
 bool everyRankCanStage(MPI_Comm comm, std::uint64_t bytes, bool here);
 
 // `count` items of `type` (described by `info`) at `from`, as count * info.size
