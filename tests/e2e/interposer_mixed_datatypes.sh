@@ -10,8 +10,9 @@
 #   the Bcasts whose signature is no run of one predefined type (fallback.datatype,
 #   as many as the program reports), and Blink handled some of every collective;
 # - BLINK_MPI_MIN_BYTES=0: Blink handled every call the program made but those;
-# - one rank with another BLINK_MPI_MIN_BYTES: the ranks disable Blink together
-#   (one warning) instead of hanging, and MPI does every call.
+# - one rank with another BLINK_MPI_MIN_BYTES, or an invalid one: the ranks disable
+#   Blink together (one warning naming the setting) instead of hanging, and MPI
+#   does every call.
 # Usage: interposer_mixed_datatypes.sh LIBBLINK_MPI PROGRAM NP MPIEXEC [MPIEXEC_FLAGS...]
 set -euo pipefail
 lib=$1 prog=$2 np=$3 mpiexec=$4
@@ -65,9 +66,10 @@ launch preload LD_PRELOAD="$preload" BLINK_DEBUG=INFO
 launch preload_all LD_PRELOAD="$preload" BLINK_DEBUG=INFO BLINK_MPI_MIN_BYTES=0
 # Disabled, Blink hands every call to MPI untouched: plain reductions only.
 program_args=--plain-reductions launch_split disagree BLINK_MPI_MIN_BYTES=0
+program_args=--plain-reductions launch_split invalid BLINK_MPI_MIN_BYTES=lots
 
 grep -q " 0 wrong$" "$work/native.out" || fail "the native run is wrong"
-for run in preload preload_all disagree; do
+for run in preload preload_all disagree invalid; do
   cmp -s "$work/native.out" "$work/$run.out" || fail "$run: output differs from the native run"
 done
 not_run=$(calls bcast_not_run)
@@ -87,9 +89,13 @@ for coll in allreduce bcast reduce allgather reduce_scatter_block; do
     fail "preload: $coll handled $handled + small $small + not a run $expect_datatype != $n calls"
   [ "$(count preload_all $coll handled)" -eq $((n - expect_datatype)) ] ||
     fail "BLINK_MPI_MIN_BYTES=0: Blink handled $(count preload_all $coll handled) of $n ${coll}s"
-  [ "$(count disagree $coll handled)" -eq 0 ] || fail "disagreeing ranks: Blink still handled $coll"
-  [ "$(count disagree $coll fallback.disabled)" -eq "$n" ] || fail "disagreeing ranks: $coll not all counted as disabled"
+  for run in disagree invalid; do
+    [ "$(count $run $coll handled)" -eq 0 ] || fail "$run: Blink still handled $coll"
+    [ "$(count $run $coll fallback.disabled)" -eq "$n" ] || fail "$run: $coll not all counted as disabled"
+  done
 done
 [ "$(grep -c "disagree on BLINK_MPI_MIN_BYTES" "$work/disagree.err")" -eq 1 ] ||
   fail "disagreeing ranks: not exactly one warning naming BLINK_MPI_MIN_BYTES"
+[ "$(grep -c "disagree on BLINK_MPI_DISABLE (or some rank has an invalid" "$work/invalid.err")" -eq 1 ] ||
+  fail "a rank with an invalid setting: not exactly one warning of the disagreement"
 echo "interposer_mixed_datatypes: OK ($np ranks; $(tail -n 1 "$work/native.out"))"
