@@ -137,12 +137,13 @@ static void check_bcast(void* buf, int n, int t) {
   }
 }
 
-/* k doubles per rank: sent as k MPI_DOUBLE or one contiguous(k) by rank, received
- * as k MPI_DOUBLE, one contiguous(k) or one vector(k, 1, 2) by rank. */
+/* k doubles per rank, sent and received as k MPI_DOUBLE, one contiguous(k) or one
+ * vector(k, 1, 2), the send and receive layouts differing per rank. */
 static void check_allgather(void* send, void* recv, int k, int t, int in_place) {
-  view_t sv = make_view((g_rank + t) % 2 ? 2 : 0, MPI_DOUBLE, k);
-  int rl = (g_rank + t) % 3 == 2 ? 3 : (g_rank + t) % 3 * 2;
-  view_t rv = make_view(rl, MPI_DOUBLE, k);
+  /* plain, whole or strided: 0, 2, 3 */
+  const int sl = (g_rank + t + 1) % 3, rl = (g_rank + t) % 3;
+  view_t sv = make_view(sl == 2 ? 3 : sl * 2, MPI_DOUBLE, k);
+  view_t rv = make_view(rl == 2 ? 3 : rl * 2, MPI_DOUBLE, k);
   const long all = (long)k * g_size;
   fill(recv, MPI_DOUBLE, span(&rv, (long)rv.count * g_size));
   for (long j = 0; j < k; ++j) {
