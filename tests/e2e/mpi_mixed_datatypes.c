@@ -239,49 +239,69 @@ static void check_reduce_scatter(void* send, void* recv, int n, int t, int in_pl
 }
 
 /* Other constructors of the same signature, 2n MPI_INT: n MPI_2INT (a pair type),
- * a struct of an int block and a contiguous(n) block, an indexed type with a gap
- * and a dup of a strided vector; the root cycles through them. Then n (float,
- * int) pairs as MPI_FLOAT_INT on the root and as an equivalent struct elsewhere:
- * no run of one type, so MPI must take it on every rank. */
+ * a struct of an int block and a contiguous(n) block, an indexed type with a gap,
+ * a dup of a strided vector, a 2 x n subarray of a 2 x (n + 2) array, and 2n of
+ * MPI_INT resized to 8 bytes; the root cycles through them. Then n (float, int)
+ * pairs as MPI_FLOAT_INT on the root and as an equivalent struct elsewhere: no run
+ * of one type, so MPI must take it on every rank. */
+enum { kKinds = 6 };
+static const char* kind_names[kKinds] = {"2int",       "struct",   "indexed",
+                                         "dup vector", "subarray", "resized"};
+
+/* Where element i of 2n lies in kind k's layout. */
+static long kind_at(int k, long i, int n) {
+  switch (k) {
+    case 2:
+      return i >= n ? i + 3 : i;
+    case 3:
+    case 5:
+      return 2 * i;
+    case 4:
+      return i / n * (n + 2) + 1 + i % n;
+    default:
+      return i;
+  }
+}
+
 static void check_signatures(int* buf, int n) {
-  MPI_Datatype contig, pieces[2], strided;
+  MPI_Datatype contig, strided, kinds[kKinds];
   MPI_Type_contiguous(n, MPI_INT, &contig);
   int lengths[2] = {n, 1};
   MPI_Aint displs[2] = {0, (MPI_Aint)n * (MPI_Aint)sizeof(int)};
   MPI_Datatype members[2] = {MPI_INT, contig};
-  MPI_Type_create_struct(2, lengths, displs, members, &pieces[0]);
+  kinds[0] = MPI_2INT;
+  MPI_Type_create_struct(2, lengths, displs, members, &kinds[1]);
   int block_lengths[2] = {n, n}, block_displs[2] = {0, n + 3};
-  MPI_Type_indexed(2, block_lengths, block_displs, MPI_INT, &pieces[1]);
+  MPI_Type_indexed(2, block_lengths, block_displs, MPI_INT, &kinds[2]);
   MPI_Type_vector(2 * n, 1, 2, MPI_INT, &strided);
-  MPI_Datatype dup;
-  MPI_Type_dup(strided, &dup);
-  MPI_Datatype kinds[4] = {MPI_2INT, pieces[0], pieces[1], dup};
-  const int counts[4] = {n, 1, 1, 1};
-  const char* names[4] = {"2int", "struct", "indexed", "dup vector"};
-  for (int k = 1; k < 4; ++k) MPI_Type_commit(&kinds[k]);
-  for (int t = 0; t < 4; ++t) {
-    const int root = t % g_size, mine = (g_rank + t) % 4;
-    /* Logical element i's position in each layout. */
-    for (int i = 0; i < 4 * n + 8; ++i) buf[i] = kSentinel;
+  MPI_Type_dup(strided, &kinds[3]);
+  int sizes[2] = {2, n + 2}, subsizes[2] = {2, n}, starts[2] = {0, 1};
+  MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &kinds[4]);
+  MPI_Type_create_resized(MPI_INT, 0, 2 * (MPI_Aint)sizeof(int), &kinds[5]);
+  const int counts[kKinds] = {n, 1, 1, 1, 1, 2 * n};
+  for (int k = 1; k < kKinds; ++k) MPI_Type_commit(&kinds[k]);
+  const long span_ints = 4L * n + 8;
+  char* used = (char*)malloc((size_t)span_ints);
+  for (int t = 0; t < kKinds; ++t) {
+    const int root = t % g_size, mine = (g_rank + t) % kKinds;
+    memset(used, 0, (size_t)span_ints);
+    for (long i = 0; i < span_ints; ++i) buf[i] = kSentinel;
     for (long i = 0; i < 2L * n; ++i) {
-      long at_i = mine == 2 && i >= n ? i + 3 : mine == 3 ? 2 * i : i;
-      if (g_rank == root) buf[at_i] = (int)(i * 3 + t);
+      used[kind_at(mine, i, n)] = 1;
+      if (g_rank == root) buf[kind_at(mine, i, n)] = (int)(i * 3 + t);
     }
     ++g_calls_bcast;
     MPI_Bcast(buf, counts[mine], kinds[mine], root, MPI_COMM_WORLD);
     int bad = 0;
-    for (long i = 0; i < 2L * n; ++i) {
-      long at_i = mine == 2 && i >= n ? i + 3 : mine == 3 ? 2 * i : i;
-      bad |= buf[at_i] != i * 3 + t;
-      if (mine == 3) bad |= buf[2 * i + 1] != kSentinel;
-    }
-    if (mine == 2) bad |= buf[n] != kSentinel || buf[n + 1] != kSentinel || buf[n + 2] != kSentinel;
+    for (long i = 0; i < 2L * n; ++i) bad |= buf[kind_at(mine, i, n)] != i * 3 + t;
+    for (long i = 0; i < span_ints; ++i) bad |= !used[i] && buf[i] != kSentinel;
     char what[128];
     snprintf(what, sizeof what, "bcast %d int, root %d as %s, rank 1 as %s", 2 * n, root,
-             names[(root + t) % 4], names[(1 + t) % 4]);
+             kind_names[(root + t) % kKinds], kind_names[(1 + t) % kKinds]);
     report(what, bad);
   }
-  for (int k = 1; k < 4; ++k) MPI_Type_free(&kinds[k]);
+  free(used);
+  for (int k = 1; k < kKinds; ++k) MPI_Type_free(&kinds[k]);
   MPI_Type_free(&contig);
   MPI_Type_free(&strided);
 
