@@ -1,7 +1,7 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize wrappers of libblink_mpi.so: the points
 // where Blink validates its configuration, agrees it across ranks and reports on
-// itself. Everything is
-// forwarded to the PMPI twin with the caller's arguments; MPI's result is returned.
+// itself. Everything is forwarded to the PMPI twin with the caller's arguments;
+// MPI's result is returned.
 #include <mpi.h>
 
 #include <array>
