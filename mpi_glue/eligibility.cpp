@@ -53,19 +53,4 @@ std::optional<blinkRedOp_t> reductionOp(MPI_Op op) {
   return std::nullopt;
 }
 
-std::optional<std::size_t> contiguousSize(MPI_Datatype type) {
-  if (type == MPI_DATATYPE_NULL) return std::nullopt;
-  int size = 0;
-  if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size <= 0) return std::nullopt;
-  MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
-  if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
-      PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS) {
-    return std::nullopt;
-  }
-  // A type whose bytes fill its extent from offset 0 has no gaps: copying count *
-  // size bytes moves exactly its data.
-  if (lb != 0 || true_lb != 0 || extent != size || true_extent != size) return std::nullopt;
-  return static_cast<std::size_t>(size);
-}
-
 }  // namespace blink::glue

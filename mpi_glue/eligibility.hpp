@@ -1,10 +1,11 @@
-// Which MPI calls Blink takes, decided from the arguments alone. Every rank of a
-// communicator passes matching arguments (MPI requires it), so every rank decides
-// the same way: a call never runs on Blink on some ranks and PMPI on others.
+// The predefined types and ops Blink reduces. Both are compared by handle: a
+// derived type is reduced as the predefined type its signature is a run of (see
+// type_signature.hpp).
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <optional>
 
 #include "blink/blink.h"
@@ -18,13 +19,27 @@ namespace blink::glue {
 // everything else give nullopt.
 std::optional<blinkDataType_t> reductionType(MPI_Datatype type);
 
+// The size of the types reductionType gives, without a call into libblink.
+constexpr std::size_t reducibleSize(blinkDataType_t type) {
+  switch (type) {
+    case blinkInt8:
+    case blinkUint8:
+      return 1;
+    case blinkInt16:
+    case blinkUint16:
+    case blinkFloat16:
+    case blinkBfloat16:
+      return 2;
+    case blinkInt32:
+    case blinkUint32:
+    case blinkFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
 // MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX; nullopt for every other op.
 std::optional<blinkRedOp_t> reductionOp(MPI_Op op);
-
-// The size in bytes of one element of a type whose data is contiguous (no gaps,
-// lower bound 0, extent equal to size): any predefined type, or a derived one built
-// only of contiguous pieces; nullopt otherwise. Bcast and Allgather move such data
-// as bytes.
-std::optional<std::size_t> contiguousSize(MPI_Datatype type);
 
 }  // namespace blink::glue

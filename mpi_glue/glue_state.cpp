@@ -114,7 +114,7 @@ void configure() {
   }
   apply(var->default_value, s.min_bytes);
   if (auto spec = env::get("BLINK_MPI_MIN_BYTES")) apply(*spec, s.min_bytes);
-  if (env::getChoice("BLINK_MPI_DISABLE") == "1") s.enabled = false;
+  s.enabled = env::getChoice("BLINK_MPI_DISABLE") != "1";
 }
 
 std::string accountingReport() {

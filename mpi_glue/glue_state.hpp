@@ -16,13 +16,16 @@ const char* name(Coll c);
 
 // Why a call went to the MPI library. Every fallback is counted by reason.
 enum class Fallback {
-  Disabled,        // BLINK_MPI_DISABLE=1 or an invalid BLINK_* setting
+  Disabled,        // BLINK_MPI_DISABLE=1 or an invalid BLINK_* setting on any rank, ranks
+                   // whose settings differ, or MPI initialised without MPI_Init*
   BelowThreshold,  // fewer bytes than BLINK_MPI_MIN_BYTES
   ZeroCount,
-  Datatype,  // not a predefined type Blink reduces, or not contiguous
+  Datatype,  // the signature is not a run of one predefined type (reductions: of one
+             // Blink reduces)
   Op,        // user-defined, MAXLOC/MINLOC, logical or bitwise ops
   InterComm,
-  Arguments,    // a mismatch Blink does not handle (e.g. Allgather send != recv type)
+  Arguments,    // an invalid root, more bytes than 64 bits count, or (over 2 GiB) a layout
+                // some rank cannot stage
   Unavailable,  // Blink could not set up on this communicator (reason logged once)
   PlanFailed,   // every rank failed to build the plan together
   MemoryType,   // a rank passed memory Blink cannot move (CUDA device or managed)
@@ -38,8 +41,8 @@ struct Counters {
 };
 
 struct GlueState {
-  // False when BLINK_MPI_DISABLE=1 or the configuration is invalid.
-  std::atomic<bool> enabled{true};
+  // True once MPI_Init found every rank's settings valid, equal and enabled.
+  std::atomic<bool> enabled{false};
   std::array<std::uint64_t, kNumColls> min_bytes{};
   std::array<Counters, kNumColls> counters;
 
@@ -55,8 +58,9 @@ struct GlueState {
 
 GlueState& state();
 
-// Reads BLINK_MPI_DISABLE and BLINK_MPI_MIN_BYTES into state(). Throws
-// blink::Error(blinkInvalidInput) for a malformed threshold.
+// Reads BLINK_MPI_DISABLE and BLINK_MPI_MIN_BYTES into state() (this rank's view;
+// MPI_Init then agrees it across ranks). Throws blink::Error(blinkInvalidInput)
+// for a malformed threshold.
 void configure();
 
 // One line per collective: "blink-accounting allreduce handled=3 bytes=12288

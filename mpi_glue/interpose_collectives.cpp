@@ -1,11 +1,15 @@
-// The interposed collectives of libblink_mpi.so. Each decides from its arguments
-// whether Blink takes the call (see eligibility.hpp; the same decision on every
-// rank) and otherwise calls its PMPI_* twin with the caller's arguments unchanged.
+// The interposed collectives of libblink_mpi.so. Each decides whether Blink takes
+// the call from what MPI guarantees equal on every rank (the collective, root, op,
+// communicator and the datatype's signature, see type_signature.hpp), never from a
+// rank's datatype handle, layout, buffer or MPI_IN_PLACE, so every rank decides
+// alike; otherwise it calls its PMPI_* twin with the caller's arguments unchanged.
+// Layouts with gaps are staged through a scratch buffer (staging.hpp).
 // Once Blink has taken a call, a failure goes to the communicator's MPI error
 // handler (as an MPI error would), except a failure every rank met together
 // before any data moved, which hands the call to the MPI library instead.
 #include <mpi.h>
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 
@@ -15,6 +19,8 @@
 #include "eligibility.hpp"
 #include "glue_state.hpp"
 #include "runtime/memory_type.hpp"
+#include "staging.hpp"
+#include "type_signature.hpp"
 
 namespace blink::glue {
 namespace {
@@ -61,29 +67,147 @@ std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&&
   }
 }
 
-std::uint64_t bytesOf(int count, std::size_t element) {
-  return count > 0 ? static_cast<std::uint64_t>(count) * element : 0;
-}
+// Reductions: a run of one predefined type Blink reduces, and a predefined op.
+struct Reduction {
+  TypeInfo info;  // complete once the checks passed, or for a derived type
+  bool derived = false;
+  blinkDataType_t type{};
+  blinkRedOp_t op{};
+  std::uint64_t bytes = 0;  // signature bytes of one rank's buffer (a block for
+                            // Reduce_scatter_block)
+  // Of `type` in those bytes (a division: only off the fast path).
+  std::size_t elements() const { return static_cast<std::size_t>(bytes / info.element_size); }
+};
 
-// Reductions: contiguous predefined types and ops only.
 std::optional<Fallback> reductionChecks(Coll c, MPI_Comm comm, int count, MPI_Datatype type,
-                                        MPI_Op op, blinkDataType_t& blink_type,
-                                        blinkRedOp_t& blink_op, std::uint64_t& bytes) {
+                                        MPI_Op op, Reduction& r) {
   if (!state().enabled.load(std::memory_order_relaxed)) return Fallback::Disabled;
-  auto t = reductionType(type);
-  if (!t) return Fallback::Datatype;
+  // A predefined type (nearly every call) is decided on without describing it.
+  if (auto predefined = reductionType(type)) {
+    r.type = *predefined;
+    r.bytes = count > 0 ? static_cast<std::uint64_t>(count) * reducibleSize(*predefined) : 0;
+  } else {
+    r.info = describeOther(type);
+    r.derived = true;
+    if (!r.info.run || !r.info.reducible) return Fallback::Datatype;
+    auto bytes = signatureBytes(count, r.info);
+    if (!bytes) return Fallback::Arguments;
+    r.type = *r.info.reducible;
+    r.bytes = *bytes;
+  }
   auto o = reductionOp(op);
   if (!o) return Fallback::Op;
-  blink_type = *t;
-  blink_op = *o;
-  bytes = bytesOf(count, blinkDataTypeSize(*t));
+  r.op = *o;
+  if (auto why = commonChecks(c, comm, r.bytes)) return why;
+  if (!r.derived) describePredefined(type, r.type, reducibleSize(r.type), r.info);
+  return std::nullopt;
+}
+
+// Bcast and Allgather: any run of one predefined type, moved as bytes.
+std::optional<Fallback> movementChecks(Coll c, MPI_Comm comm, int count, MPI_Datatype type,
+                                       TypeInfo& info, std::uint64_t& bytes) {
+  if (!state().enabled.load(std::memory_order_relaxed)) return Fallback::Disabled;
+  describe(type, info);
+  if (!info.run) return Fallback::Datatype;
+  auto b = signatureBytes(count, info);
+  if (!b) return Fallback::Arguments;
+  bytes = *b;
   return commonChecks(c, comm, bytes);
 }
 
-bool validRoot(int root, MPI_Comm comm) {
+int commSize(MPI_Comm comm) {
   int size = 0;
   PMPI_Comm_size(comm, &size);
-  return root >= 0 && root < size;
+  return size;
+}
+
+bool validRoot(int root, MPI_Comm comm) {
+  return root >= 0 && root < commSize(comm);
+}
+
+// The bytes of all ranks' blocks, when they fit in 64 bits.
+std::optional<std::uint64_t> allBlocks(std::uint64_t block, MPI_Comm comm) {
+  std::uint64_t total = 0;
+  if (__builtin_mul_overflow(block, static_cast<std::uint64_t>(commSize(comm)), &total)) {
+    return std::nullopt;
+  }
+  return total;
+}
+
+const void* offsetBy(const void* p, MPI_Aint bytes) {
+  return static_cast<const char*>(p) + bytes;
+}
+
+// The reductions on contiguous elements of r.type, whoever computes them:
+// `reduce(in, out)` gets the input and result buffers (equal when in place),
+// which are the caller's own when its layout is contiguous, else a packed copy.
+template <typename Reduce>
+void stagedAllreduce(const Reduction& r, const void* in, void* recvbuf, int count,
+                     MPI_Datatype type, MPI_Comm comm, Reduce&& reduce) {
+  if (r.info.contiguous) return reduce(in, recvbuf);
+  ScratchLease scratch;
+  std::byte* work = scratch.get(r.bytes);
+  pack(in, count, type, r.info, work, comm);
+  reduce(work, work);
+  unpack(work, recvbuf, count, type, r.info, comm);
+}
+
+// recvbuf matters on the root only.
+template <typename Reduce>
+void stagedReduce(const Reduction& r, const void* in, void* recvbuf, int count, MPI_Datatype type,
+                  bool at_root, MPI_Comm comm, Reduce&& reduce) {
+  if (r.info.contiguous) return reduce(in, recvbuf);
+  ScratchLease scratch;
+  std::byte* work = scratch.get(r.bytes);
+  pack(in, count, type, r.info, work, comm);
+  reduce(work, work);
+  if (at_root) unpack(work, recvbuf, count, type, r.info, comm);
+}
+
+// The input is comm-size blocks of recvcount items; in place, the result lands at
+// the start of the input.
+template <typename Reduce>
+void stagedReduceScatter(const Reduction& r, const void* in, void* recvbuf, int recvcount,
+                         MPI_Datatype type, MPI_Comm comm, Reduce&& reduce) {
+  if (r.info.contiguous) return reduce(in, recvbuf);
+  const auto ranks = static_cast<std::uint64_t>(commSize(comm));
+  ScratchLease scratch;
+  std::byte* work = scratch.get(r.bytes * ranks);
+  pack(in, static_cast<MPI_Count>(recvcount) * static_cast<MPI_Count>(ranks), type, r.info, work,
+       comm);
+  reduce(work, work);
+  unpack(work, recvbuf, recvcount, type, r.info, comm);
+}
+
+// Open MPI 4.1 rejects predefined ops on derived datatypes (MPI_ERR_OP), while
+// Blink reduces a run of one predefined type as that type. So that such a call
+// does not succeed in Blink and fail in MPI, one that Blink would have taken but
+// for its size or for Blink being unavailable goes to MPI as elements of the
+// predefined type (packed where the layout has gaps). Every rank knows the same
+// reason; the elements' count must fit MPI's int.
+bool reduceAsElements(const Reduction& r, Fallback why) {
+  return (why == Fallback::BelowThreshold || why == Fallback::Unavailable ||
+          why == Fallback::PlanFailed) &&
+         r.derived && r.elements() <= static_cast<std::size_t>(INT_MAX);
+}
+
+// Runs `call` (an MPI call with staging around it); a failure to stage goes to the
+// communicator's error handler, as an MPI error would.
+template <typename Call>
+int asMpiCall(MPI_Comm comm, Call&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    log::write(log::Level::Warn, std::string("staging for MPI failed: ") + e.what());
+    MPI_Comm report = comm;
+    PMPI_Comm_call_errhandler(report, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+  }
+}
+
+// MPI's spelling of an in-place call whose input is its output.
+const void* inPlaceFor(const void* in, const void* out) {
+  return in == out ? MPI_IN_PLACE : in;
 }
 
 }  // namespace
@@ -92,86 +216,142 @@ bool validRoot(int root, MPI_Comm comm) {
 using blink::glue::Coll;
 using blink::glue::Fallback;
 using blink::glue::runOnBlink;
+using blink::glue::ScratchLease;
+using blink::glue::stageable;
 using blink::glue::state;
 
 extern "C" int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm) {
-  blinkDataType_t type{};
-  blinkRedOp_t blink_op{};
-  std::uint64_t bytes = 0;
-  auto why = blink::glue::reductionChecks(Coll::Allreduce, comm, count, datatype, op, type,
-                                          blink_op, bytes);
+  blink::glue::Reduction r;
+  auto why = blink::glue::reductionChecks(Coll::Allreduce, comm, count, datatype, op, r);
+  if (!why && !blink::glue::everyRankCanStage(comm, r.bytes, stageable(r.info))) {
+    why = Fallback::Arguments;
+  }
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   if (!why) {
-    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (auto rc = runOnBlink(Coll::Allreduce, comm, bytes, [&](auto& c) {
-          c.allReduce(in, recvbuf, static_cast<std::size_t>(count), type, blink_op);
+    if (auto rc = runOnBlink(Coll::Allreduce, comm, r.bytes, [&](auto& c) {
+          blink::glue::stagedAllreduce(r, in, recvbuf, count, datatype, comm,
+                                       [&](const void* from, void* to) {
+                                         c.allReduce(from, to, r.elements(), r.type, r.op);
+                                       });
         })) {
       return *rc;
     }
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
   } else {
     state().fellBack(Coll::Allreduce, *why);
+  }
+  if (blink::glue::reduceAsElements(r, *why)) {
+    int rc = MPI_SUCCESS;
+    return blink::glue::asMpiCall(comm, [&] {
+      blink::glue::stagedAllreduce(
+          r, in, recvbuf, count, datatype, comm, [&](const void* from, void* to) {
+            rc = PMPI_Allreduce(blink::glue::inPlaceFor(from, to), to,
+                                static_cast<int>(r.elements()), r.info.element, op, comm);
+          });
+      return rc;
+    });
   }
   return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 extern "C" int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
                           MPI_Op op, int root, MPI_Comm comm) {
-  blinkDataType_t type{};
-  blinkRedOp_t blink_op{};
-  std::uint64_t bytes = 0;
-  auto why =
-      blink::glue::reductionChecks(Coll::Reduce, comm, count, datatype, op, type, blink_op, bytes);
+  blink::glue::Reduction r;
+  auto why = blink::glue::reductionChecks(Coll::Reduce, comm, count, datatype, op, r);
   if (!why && !blink::glue::validRoot(root, comm)) why = Fallback::Arguments;
+  if (!why && !blink::glue::everyRankCanStage(comm, r.bytes, stageable(r.info))) {
+    why = Fallback::Arguments;
+  }
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   if (!why) {
-    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (auto rc = runOnBlink(Coll::Reduce, comm, bytes, [&](auto& c) {
-          c.reduce(in, recvbuf, static_cast<std::size_t>(count), type, blink_op, root);
+    if (auto rc = runOnBlink(Coll::Reduce, comm, r.bytes, [&](auto& c) {
+          blink::glue::stagedReduce(r, in, recvbuf, count, datatype, c.rank() == root, comm,
+                                    [&](const void* from, void* to) {
+                                      c.reduce(from, to, r.elements(), r.type, r.op, root);
+                                    });
         })) {
       return *rc;
     }
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
   } else {
     state().fellBack(Coll::Reduce, *why);
+  }
+  if (blink::glue::reduceAsElements(r, *why) && blink::glue::validRoot(root, comm)) {
+    int rank = 0, rc = MPI_SUCCESS;
+    PMPI_Comm_rank(comm, &rank);
+    return blink::glue::asMpiCall(comm, [&] {
+      blink::glue::stagedReduce(
+          r, in, recvbuf, count, datatype, rank == root, comm, [&](const void* from, void* to) {
+            rc = PMPI_Reduce(rank == root ? blink::glue::inPlaceFor(from, to) : from,
+                             rank == root ? to : nullptr, static_cast<int>(r.elements()),
+                             r.info.element, op, root, comm);
+          });
+      return rc;
+    });
   }
   return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 extern "C" int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  blinkDataType_t type{};
-  blinkRedOp_t blink_op{};
-  std::uint64_t bytes = 0;
-  auto why = blink::glue::reductionChecks(Coll::ReduceScatterBlock, comm, recvcount, datatype, op,
-                                          type, blink_op, bytes);
+  blink::glue::Reduction r;
+  auto why =
+      blink::glue::reductionChecks(Coll::ReduceScatterBlock, comm, recvcount, datatype, op, r);
+  if (!why && !blink::glue::allBlocks(r.bytes, comm)) why = Fallback::Arguments;
+  if (!why && !blink::glue::everyRankCanStage(comm, r.bytes, stageable(r.info))) {
+    why = Fallback::Arguments;
+  }
+  // With MPI_IN_PLACE the input is the whole of recvbuf and the result lands at
+  // its start; Blink reads all of its input before it writes the result.
+  const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   if (!why) {
-    // With MPI_IN_PLACE the input is the whole of recvbuf and the result lands at
-    // its start; Blink reads all of its input before it writes the result.
-    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (auto rc = runOnBlink(Coll::ReduceScatterBlock, comm, bytes, [&](auto& c) {
-          c.reduceScatter(in, recvbuf, static_cast<std::size_t>(recvcount), type, blink_op);
+    if (auto rc = runOnBlink(Coll::ReduceScatterBlock, comm, r.bytes, [&](auto& c) {
+          blink::glue::stagedReduceScatter(r, in, recvbuf, recvcount, datatype, comm,
+                                           [&](const void* from, void* to) {
+                                             c.reduceScatter(from, to, r.elements(), r.type, r.op);
+                                           });
         })) {
       return *rc;
     }
+    why = Fallback::Unavailable;  // or PlanFailed: runOnBlink counted which
   } else {
     state().fellBack(Coll::ReduceScatterBlock, *why);
+  }
+  if (blink::glue::reduceAsElements(r, *why)) {
+    int rc = MPI_SUCCESS;
+    return blink::glue::asMpiCall(comm, [&] {
+      blink::glue::stagedReduceScatter(
+          r, in, recvbuf, recvcount, datatype, comm, [&](const void* from, void* to) {
+            rc =
+                PMPI_Reduce_scatter_block(blink::glue::inPlaceFor(from, to), to,
+                                          static_cast<int>(r.elements()), r.info.element, op, comm);
+          });
+      return rc;
+    });
   }
   return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
 }
 
 extern "C" int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  std::optional<Fallback> why;
+  blink::glue::TypeInfo info;
   std::uint64_t bytes = 0;
-  if (!state().enabled.load(std::memory_order_relaxed)) {
-    why = Fallback::Disabled;
-  } else if (auto size = blink::glue::contiguousSize(datatype)) {
-    bytes = blink::glue::bytesOf(count, *size);
-    why = blink::glue::commonChecks(Coll::Bcast, comm, bytes);
-    if (!why && !blink::glue::validRoot(root, comm)) why = Fallback::Arguments;
-  } else {
-    why = Fallback::Datatype;
+  auto why = blink::glue::movementChecks(Coll::Bcast, comm, count, datatype, info, bytes);
+  if (!why && !blink::glue::validRoot(root, comm)) why = Fallback::Arguments;
+  if (!why && !blink::glue::everyRankCanStage(comm, bytes, stageable(info))) {
+    why = Fallback::Arguments;
   }
   if (!why) {
     if (auto rc = runOnBlink(Coll::Bcast, comm, bytes, [&](auto& c) {
-          c.broadcast(buffer, buffer, static_cast<std::size_t>(bytes), blinkUint8, root);
+          if (info.contiguous) {
+            c.broadcast(buffer, buffer, static_cast<std::size_t>(bytes), blinkUint8, root);
+            return;
+          }
+          ScratchLease scratch;
+          std::byte* work = scratch.get(bytes);
+          if (c.rank() == root) blink::glue::pack(buffer, count, datatype, info, work, comm);
+          c.broadcast(work, work, static_cast<std::size_t>(bytes), blinkUint8, root);
+          if (c.rank() != root) blink::glue::unpack(work, buffer, count, datatype, info, comm);
         })) {
       return *rc;
     }
@@ -183,31 +363,59 @@ extern "C" int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int roo
 
 extern "C" int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  std::optional<Fallback> why;
-  std::uint64_t block = 0;
-  if (!state().enabled.load(std::memory_order_relaxed)) {
-    why = Fallback::Disabled;
-  } else if (auto size = blink::glue::contiguousSize(recvtype)) {
-    block = blink::glue::bytesOf(recvcount, *size);
-    why = blink::glue::commonChecks(Coll::Allgather, comm, block);
-    // Every rank sees the same (sendcount, sendtype) rule: MPI_IN_PLACE or the
-    // receive type and count; anything else (a different but matching type map)
-    // stays with MPI.
-    if (!why && sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcount)) {
+  // Everything that decides comes from the receive side, whose signature is the
+  // same on every rank; the send side (type, count, MPI_IN_PLACE) may differ per
+  // rank and only says how this rank's block is read.
+  blink::glue::TypeInfo recv;
+  std::uint64_t block = 0, all = 0;
+  auto why = blink::glue::movementChecks(Coll::Allgather, comm, recvcount, recvtype, recv, block);
+  if (!why) {
+    if (auto total = blink::glue::allBlocks(block, comm)) {
+      all = *total;
+    } else {
       why = Fallback::Arguments;
     }
-  } else {
-    why = Fallback::Datatype;
+  }
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  blink::glue::TypeInfo send;
+  if (!why && !in_place) blink::glue::describe(sendtype, send);
+  if (!why && !blink::glue::everyRankCanStage(comm, block,
+                                              stageable(recv) && (in_place || stageable(send)))) {
+    why = Fallback::Arguments;
   }
   if (!why) {
-    int rank = 0;
-    PMPI_Comm_rank(comm, &rank);
-    const void* in = sendbuf == MPI_IN_PLACE
-                         ? static_cast<const void*>(static_cast<const char*>(recvbuf) +
-                                                    static_cast<std::size_t>(rank) * block)
-                         : sendbuf;
     if (auto rc = runOnBlink(Coll::Allgather, comm, block, [&](auto& c) {
-          c.allGather(in, recvbuf, static_cast<std::size_t>(block), blinkUint8);
+          const auto me = static_cast<MPI_Aint>(c.rank());
+          if (!in_place && blink::glue::signatureBytes(sendcount, send) != block) {
+            throw blink::Error(blinkInvalidArgument,
+                               "the send buffer's signature does not match a receive block");
+          }
+          // This rank's block in recvbuf, where MPI_IN_PLACE keeps it.
+          const void* own = blink::glue::offsetBy(recvbuf, me * recvcount * recv.extent);
+          ScratchLease scratch;
+          if (recv.contiguous) {
+            const void* in = own;
+            if (!in_place && send.contiguous) {
+              in = sendbuf;
+            } else if (!in_place) {
+              std::byte* packed = scratch.get(block);
+              blink::glue::pack(sendbuf, sendcount, sendtype, send, packed, comm);
+              in = packed;
+            }
+            c.allGather(in, recvbuf, static_cast<std::size_t>(block), blinkUint8);
+            return;
+          }
+          std::byte* work = scratch.get(all);
+          std::byte* mine = work + static_cast<std::uint64_t>(me) * block;
+          if (in_place) {
+            blink::glue::pack(own, recvcount, recvtype, recv, mine, comm);
+          } else {
+            blink::glue::pack(sendbuf, sendcount, sendtype, send, mine, comm);
+          }
+          c.allGather(mine, work, static_cast<std::size_t>(block), blinkUint8);
+          // Block i lands at i * recvcount * extent, as MPI_Allgather places it.
+          blink::glue::unpack(work, recvbuf, static_cast<MPI_Count>(recvcount) * c.size(), recvtype,
+                              recv, comm);
         })) {
       return *rc;
     }

@@ -1,8 +1,11 @@
 // MPI_Init / MPI_Init_thread / MPI_Finalize wrappers of libblink_mpi.so: the points
-// where Blink validates its configuration and reports on itself. Everything is
-// forwarded to the PMPI twin with the caller's arguments; MPI's result is returned.
+// where Blink validates its configuration, agrees it across ranks and reports on
+// itself. Everything is forwarded to the PMPI twin with the caller's arguments;
+// MPI's result is returned.
 #include <mpi.h>
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "comm_cache.hpp"
@@ -12,6 +15,39 @@
 #include "glue_state.hpp"
 
 namespace {
+
+// Every rank reads its own environment, but a call must take Blink on all ranks or
+// none: a rank with BLINK_MPI_DISABLE=1, another threshold or an invalid BLINK_*
+// value would wait in MPI while the others wait in Blink. So the ranks agree once,
+// with one PMPI allreduce over MPI_COMM_WORLD (the maximum of each value and of its
+// complement, i.e. its maximum and minimum), and any difference disables Blink on
+// every rank.
+void agreeAcrossRanks(int rank) {
+  auto& s = blink::glue::state();
+  constexpr std::size_t kValues = 1 + blink::glue::kNumColls;
+  std::array<std::uint64_t, 2 * kValues> mine{}, all{};
+  mine[0] = s.enabled ? 1 : 0;
+  for (std::size_t c = 0; c < blink::glue::kNumColls; ++c) mine[1 + c] = s.min_bytes[c];
+  for (std::size_t i = 0; i < kValues; ++i) mine[kValues + i] = ~mine[i];
+  std::string differs;
+  if (PMPI_Allreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_MAX,
+                     MPI_COMM_WORLD) != MPI_SUCCESS) {
+    differs = "their settings (MPI_Allreduce failed)";
+  } else if (all[0] != ~all[kValues]) {
+    differs = "BLINK_MPI_DISABLE (or some rank has an invalid BLINK_* setting)";
+  } else {
+    for (std::size_t i = 1; i < kValues && all[0] == 1; ++i) {
+      if (all[i] != ~all[kValues + i]) differs = "BLINK_MPI_MIN_BYTES";
+    }
+  }
+  if (differs.empty()) return;
+  s.enabled = false;
+  if (rank == 0) {
+    blink::log::write(blink::log::Level::Warn,
+                      "the ranks of MPI_COMM_WORLD disagree on " + differs +
+                          "; Blink is disabled for this job on every rank");
+  }
+}
 
 void afterInit() {
   int rank = 0;
@@ -27,6 +63,7 @@ void afterInit() {
                       std::string(e.what()) + "; Blink is disabled for this job");
     blink::glue::state().enabled = false;
   }
+  agreeAcrossRanks(rank);
   if (rank == 0) {
     const auto& s = blink::glue::state();
     std::string thresholds;

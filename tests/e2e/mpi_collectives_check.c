@@ -160,8 +160,9 @@ static void check_movement(MPI_Comm comm, long count) {
   free(want);
 }
 
-/* What Blink must leave to MPI: a user-defined op, MAXLOC on a pair type, a
- * non-contiguous vector type, logical and bitwise ops. */
+/* What Blink must leave to MPI: a user-defined op, MAXLOC on pair types, types
+ * whose signature is not a run of one predefined type, logical and bitwise ops;
+ * and a strided vector type, which Blink takes (packed). */
 static void my_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
   (void)type;
   for (int i = 0; i < *len; ++i) ((int*)inout)[i] += ((int*)in)[i];
@@ -196,6 +197,26 @@ static void check_fallbacks(MPI_Comm comm) {
     bad |= pout[i].v != size - 1 || pout[i].r != best_r;
   }
   report(comm, "allreduce maxloc 2int", bad);
+
+  static struct double_int {
+    double v;
+    int r;
+  } din[N], dout[N];
+  bad = 0;
+  for (int i = 0; i < N; ++i) din[i].v = (i + rank) % size, din[i].r = rank;
+  MPI_Allreduce(din, dout, N, MPI_DOUBLE_INT, MPI_MINLOC, comm);
+  for (int i = 0; i < N; ++i) {
+    int best_r = -1;
+    for (int r = 0; r < size && best_r < 0; ++r)
+      if ((i + r) % size == 0) best_r = r;
+    bad |= dout[i].v != 0 || dout[i].r != best_r;
+  }
+  report(comm, "allreduce minloc double_int", bad);
+  bad = 0;
+  for (int i = 0; i < N; ++i) dout[i].v = rank == 0 ? i : -1, dout[i].r = rank == 0 ? -i : 1;
+  MPI_Bcast(dout, N, MPI_DOUBLE_INT, 0, comm);
+  for (int i = 0; i < N; ++i) bad |= dout[i].v != i || dout[i].r != -i;
+  report(comm, "bcast double_int", bad);
 
   bad = 0;
   for (int i = 0; i < N; ++i) in[i] = (rank + i) % 2;
