@@ -1,17 +1,19 @@
 #include "comm_cache.hpp"
 
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
-
-#include "common/error.hpp"
-#include "common/log.hpp"
 
 namespace blink::glue {
 namespace {
 
 struct Entry {
-  std::unique_ptr<runtime::Communicator> comm;  // null: Blink is unavailable here
-  std::string unavailable;                      // why, when comm is null
+  std::optional<BlinkComm> comm;  // empty: Blink is unavailable here
+  std::string unavailable;        // why, when comm is empty
+  ~Entry() {
+    if (comm) blinkCommDestroy(comm->handle());
+  }
 };
 
 std::mutex entries_mutex;
@@ -43,24 +45,29 @@ int keyval() {
 
 }  // namespace
 
-runtime::Communicator* communicatorFor(MPI_Comm comm) {
+BlinkComm* communicatorFor(MPI_Comm comm) {
   const int key = keyval();
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, key, &value, &found) != MPI_SUCCESS) return nullptr;
-  if (found) return static_cast<Entry*>(value)->comm.get();
+  if (found) {
+    auto* entry = static_cast<Entry*>(value);
+    return entry->comm ? &*entry->comm : nullptr;
+  }
   auto entry = std::make_unique<Entry>();
-  try {
-    entry->comm = std::make_unique<runtime::Communicator>(comm);
-  } catch (const Error& e) {
+  blinkComm_t made = nullptr;
+  if (blinkCommInitFromMPI(&made, comm) == blinkSuccess) {
+    entry->comm.emplace(made);
+  } else {
     // Communicator creation agrees across ranks: every rank lands here together.
-    entry->unavailable = e.what();
+    entry->unavailable = blinkGetLastError();
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     if (rank == 0) {
-      log::write(log::Level::Warn, std::string("Blink is unavailable on this communicator, "
-                                               "which stays on the MPI library: ") +
-                                       e.what());
+      log::write(log::Level::Warn,
+                 "Blink is unavailable on this communicator, which stays on "
+                 "the MPI library: " +
+                     entry->unavailable);
     }
   }
   Entry* raw = entry.release();
@@ -69,12 +76,15 @@ runtime::Communicator* communicatorFor(MPI_Comm comm) {
     liveEntries().insert(raw);
   }
   PMPI_Comm_set_attr(comm, key, raw);
-  return raw->comm.get();
+  return raw->comm ? &*raw->comm : nullptr;
 }
 
 void releaseAll() {
   std::lock_guard lock(entries_mutex);
-  for (Entry* e : liveEntries()) e->comm.reset();
+  for (Entry* e : liveEntries()) {
+    if (e->comm) blinkCommDestroy(e->comm->handle());
+    e->comm.reset();
+  }
 }
 
 }  // namespace blink::glue

@@ -15,14 +15,14 @@
 #include <memory>
 #include <string>
 
-#include "runtime/communicator.hpp"
+#include "glue_support.hpp"
 
 namespace blink::glue {
 
 // The Blink communicator of `comm`, creating it (collectively: every rank reaches
 // its first eligible call together) if needed; nullptr when Blink cannot run on it,
 // a decision taken once, on every rank alike, and logged once on its rank 0.
-runtime::Communicator* communicatorFor(MPI_Comm comm);
+BlinkComm* communicatorFor(MPI_Comm comm);
 
 // Frees every Blink communicator still alive (from the MPI_Finalize wrapper,
 // before PMPI_Finalize, while MPI still works).

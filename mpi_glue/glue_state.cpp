@@ -3,8 +3,7 @@
 #include <charconv>
 #include <sstream>
 
-#include "common/env.hpp"
-#include "common/error.hpp"
+#include "glue_support.hpp"
 
 namespace blink::glue {
 
@@ -108,13 +107,9 @@ void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
 
 void configure() {
   GlueState& s = state();
-  const env::Variable* var = nullptr;
-  for (const auto& v : env::registry()) {
-    if (v.name == "BLINK_MPI_MIN_BYTES") var = &v;
-  }
-  apply(var->default_value, s.min_bytes);
-  if (auto spec = env::get("BLINK_MPI_MIN_BYTES")) apply(*spec, s.min_bytes);
-  s.enabled = env::getChoice("BLINK_MPI_DISABLE") != "1";
+  apply(blinkEnvDefault("BLINK_MPI_MIN_BYTES"), s.min_bytes);
+  if (auto spec = setting("BLINK_MPI_MIN_BYTES")) apply(*spec, s.min_bytes);
+  s.enabled = setting("BLINK_MPI_DISABLE").value_or("0") != "1";
 }
 
 std::string accountingReport() {

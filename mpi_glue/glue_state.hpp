@@ -59,7 +59,7 @@ struct GlueState {
 GlueState& state();
 
 // Reads BLINK_MPI_DISABLE and BLINK_MPI_MIN_BYTES into state() (this rank's view;
-// MPI_Init then agrees it across ranks). Throws blink::Error(blinkInvalidInput)
+// MPI_Init then agrees it across ranks). Throws Error(blinkInvalidInput)
 // for a malformed threshold.
 void configure();
 

@@ -14,11 +14,9 @@
 #include <optional>
 
 #include "comm_cache.hpp"
-#include "common/error.hpp"
-#include "common/log.hpp"
 #include "eligibility.hpp"
 #include "glue_state.hpp"
-#include "runtime/memory_type.hpp"
+#include "glue_support.hpp"
 #include "staging.hpp"
 #include "type_signature.hpp"
 
@@ -42,7 +40,7 @@ std::optional<Fallback> commonChecks(Coll c, MPI_Comm comm, std::uint64_t bytes)
 // nullopt when the call must go to PMPI after all (counted under `c`).
 template <typename Body>
 std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&& body) {
-  runtime::Communicator* blink_comm = communicatorFor(comm);
+  BlinkComm* blink_comm = communicatorFor(comm);
   if (blink_comm == nullptr) {
     state().fellBack(c, Fallback::Unavailable);
     return std::nullopt;
@@ -51,20 +49,20 @@ std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&&
     body(*blink_comm);
     state().handled(c, bytes);
     return MPI_SUCCESS;
-  } catch (const runtime::MemoryTypeError& e) {
-    BLINK_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
-    state().fellBack(c, Fallback::MemoryType);
-    return std::nullopt;
-  } catch (const CollectiveError& e) {
-    BLINK_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
-    state().fellBack(c, Fallback::PlanFailed);
-    return std::nullopt;
+  } catch (const CallFailed& e) {
+    if (e.kind() != blinkFailedMidCall) {  // every rank alike, before any data moved
+      GLUE_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
+      state().fellBack(
+          c, e.kind() == blinkFailedMemoryType ? Fallback::MemoryType : Fallback::PlanFailed);
+      return std::nullopt;
+    }
+    log::write(log::Level::Warn, std::string("MPI_") + name(c) + " failed in Blink: " + e.what());
   } catch (const std::exception& e) {
     log::write(log::Level::Warn, std::string("MPI_") + name(c) + " failed in Blink: " + e.what());
-    MPI_Comm report = comm;
-    PMPI_Comm_call_errhandler(report, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
   }
+  MPI_Comm report = comm;
+  PMPI_Comm_call_errhandler(report, MPI_ERR_OTHER);
+  return MPI_ERR_OTHER;
 }
 
 // Reductions: a run of one predefined type Blink reduces, and a predefined op.
@@ -387,8 +385,8 @@ extern "C" int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype se
     if (auto rc = runOnBlink(Coll::Allgather, comm, block, [&](auto& c) {
           const auto me = static_cast<MPI_Aint>(c.rank());
           if (!in_place && blink::glue::signatureBytes(sendcount, send) != block) {
-            throw blink::Error(blinkInvalidArgument,
-                               "the send buffer's signature does not match a receive block");
+            throw blink::glue::Error(blinkInvalidArgument,
+                                     "the send buffer's signature does not match a receive block");
           }
           // This rank's block in recvbuf, where MPI_IN_PLACE keeps it.
           const void* own = blink::glue::offsetBy(recvbuf, me * recvcount * recv.extent);

@@ -9,10 +9,8 @@
 #include <string>
 
 #include "comm_cache.hpp"
-#include "common/env.hpp"
-#include "common/error.hpp"
-#include "common/log.hpp"
 #include "glue_state.hpp"
+#include "glue_support.hpp"
 
 namespace {
 
@@ -43,24 +41,24 @@ void agreeAcrossRanks(int rank) {
   if (differs.empty()) return;
   s.enabled = false;
   if (rank == 0) {
-    blink::log::write(blink::log::Level::Warn,
-                      "the ranks of MPI_COMM_WORLD disagree on " + differs +
-                          "; Blink is disabled for this job on every rank");
+    blink::glue::log::write(blink::glue::log::Level::Warn,
+                            "the ranks of MPI_COMM_WORLD disagree on " + differs +
+                                "; Blink is disabled for this job on every rank");
   }
 }
 
 void afterInit() {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  blink::log::setRankLabel(rank);
+  blink::glue::log::setRankLabel(rank);
   try {
-    blink::env::validateAll();
+    blink::glue::validateSettings();
     blink::glue::configure();
-  } catch (const blink::Error& e) {
+  } catch (const blink::glue::Error& e) {
     // A bad setting must be seen even with BLINK_DEBUG=NONE; the job still runs,
     // on the MPI library's own collectives.
-    blink::log::write(blink::log::Level::Warn,
-                      std::string(e.what()) + "; Blink is disabled for this job");
+    blink::glue::log::write(blink::glue::log::Level::Warn,
+                            std::string(e.what()) + "; Blink is disabled for this job");
     blink::glue::state().enabled = false;
   }
   agreeAcrossRanks(rank);
@@ -72,11 +70,11 @@ void afterInit() {
                     blink::glue::name(static_cast<blink::glue::Coll>(c)) + "=" +
                     std::to_string(s.min_bytes[c]);
     }
-    BLINK_LOG(Info, blinkGetBuildInfo()
-                        << " interposing MPI_Allreduce, MPI_Bcast, MPI_Reduce, MPI_Allgather, "
-                           "MPI_Reduce_scatter_block ("
-                        << (s.enabled ? "enabled" : "disabled: every call goes to PMPI")
-                        << "; minimum bytes " << thresholds << ")");
+    GLUE_LOG(Info, blinkGetBuildInfo()
+                       << " interposing MPI_Allreduce, MPI_Bcast, MPI_Reduce, MPI_Allgather, "
+                          "MPI_Reduce_scatter_block ("
+                       << (s.enabled ? "enabled" : "disabled: every call goes to PMPI")
+                       << "; minimum bytes " << thresholds << ")");
   }
 }
 
@@ -97,16 +95,16 @@ extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provi
 extern "C" int MPI_Finalize(void) {
   int rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0 && blink::log::enabled(blink::log::Level::Info)) {
+  if (rank == 0 && blink::glue::log::enabled(blink::glue::log::Level::Info)) {
     // What Blink took and what it left to MPI, per collective, in a form scripts parse.
     std::string report = blink::glue::accountingReport();
     std::size_t at = 0;
     while (at < report.size()) {
       std::size_t end = report.find('\n', at);
-      blink::log::write(blink::log::Level::Info, report.substr(at, end - at));
+      blink::glue::log::write(blink::glue::log::Level::Info, report.substr(at, end - at));
       at = end == std::string::npos ? report.size() : end + 1;
     }
-    BLINK_LOG(Info, "MPI_Finalize: Blink shutting down");
+    GLUE_LOG(Info, "MPI_Finalize: Blink shutting down");
   }
   blink::glue::releaseAll();
   return PMPI_Finalize();

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "common/error.hpp"
+#include "glue_support.hpp"
 
 namespace blink::glue {
 namespace {

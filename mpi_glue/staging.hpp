@@ -27,7 +27,7 @@ bool stageable(const TypeInfo& info);
 bool everyRankCanStage(MPI_Comm comm, std::uint64_t bytes, bool here);
 
 // `count` items of `type` (described by `info`) at `from`, as count * info.size
-// contiguous bytes at `to`; and back. Throw blink::Error when MPI fails or packs
+// contiguous bytes at `to`; and back. Throw Error when MPI fails or packs
 // a different number of bytes than the signature holds.
 void pack(const void* from, MPI_Count count, MPI_Datatype type, const TypeInfo& info, std::byte* to,
           MPI_Comm comm);

@@ -5,11 +5,17 @@
 namespace blink {
 namespace {
 thread_local std::string lastError;  // NOLINT: per-thread by design
+thread_local int lastKind = 0;       // NOLINT: per-thread by design
+}  // namespace
+
+blinkResult_t setLastError(blinkResult_t status, const std::string& message, int kind) {
+  lastError = message;
+  lastKind = kind;
+  return status;
 }
 
-blinkResult_t setLastError(blinkResult_t status, const std::string& message) {
-  lastError = message;
-  return status;
+int lastFailureKind() {
+  return lastKind;
 }
 
 }  // namespace blink

@@ -26,10 +26,14 @@ class Error : public std::runtime_error {
 class CollectiveError : public Error {
  public:
   using Error::Error;
+  // Why the ranks stopped together (see blinkFailureKind_t in interposer_support.h).
+  virtual int kind() const noexcept { return 1; }
 };
 
-// Remembers `message` as this thread's last error and returns `status`.
-blinkResult_t setLastError(blinkResult_t status, const std::string& message);
+// Remembers `message` as this thread's last error and returns `status`; `kind` says
+// whether every rank failed together before data moved (1, 2) or not (0).
+blinkResult_t setLastError(blinkResult_t status, const std::string& message, int kind = 0);
+int lastFailureKind();
 
 // Runs `body` and turns any exception into a status plus a last-error message.
 template <typename Body>
@@ -37,6 +41,8 @@ blinkResult_t guardCApi(Body&& body) noexcept {
   try {
     body();
     return blinkSuccess;
+  } catch (const CollectiveError& e) {
+    return setLastError(e.status(), e.what(), e.kind());
   } catch (const Error& e) {
     return setLastError(e.status(), e.what());
   } catch (const std::bad_alloc&) {

@@ -64,6 +64,7 @@ class CudaDriver {
 class MemoryTypeError : public CollectiveError {
  public:
   using CollectiveError::CollectiveError;
+  int kind() const noexcept override { return 2; }
 };
 
 }  // namespace blink::runtime
