@@ -4,18 +4,15 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
-#include <sstream>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
-#include "plan/tree_cache.hpp"
 #include "runtime/memory_type.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
-#include "topology/topology_text.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -586,71 +583,6 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
     std::memmove(recv, work + mine * block, block);
   }
   if (op == blinkAvg) divideBy(recv, recv_count, type, size());
-}
-
-std::string Communicator::explain() const {
-  std::ostringstream out;
-  out << "Blink communicator: rank " << layout_.rank << " of " << layout_.size << ", "
-      << layout_.num_nodes << " node(s)\n";
-  for (int n = 0; n < layout_.num_nodes; ++n) {
-    out << "  node " << n << " (" << layout_.node_names[static_cast<std::size_t>(n)] << "): ranks";
-    for (int r = 0; r < layout_.size; ++r) {
-      if (layout_.node_of_rank[static_cast<std::size_t>(r)] == n) out << ' ' << r;
-    }
-    out << '\n';
-  }
-  out << "Topology: " << job_.source << "\n" << topo::describeTopology(job_.topology);
-  out << "Rank -> GPU of the topology:";
-  for (int r = 0; r < layout_.size; ++r) {
-    const int p = job_.plan_rank_of[static_cast<std::size_t>(r)];
-    out << ' ' << r << "->"
-        << job_.topology.device(job_.topology.gpus()[static_cast<std::size_t>(p)]).id;
-  }
-  out << "\nThis rank's device: " << gpu_note_;
-  out << "\nStreams of plans: " << transports_.describe() << "\n";
-  out << "Memory: " << memory_.describe() << "\n";
-  out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "
-         "hierarchical, ring, dbt) and the node algorithms below"
-      << (forced_text_.empty() ? "" : ", except where BLINK_ALGO=" + forced_text_ + " applies")
-      << "\n";
-  if (node_.board_capacity > 0) {
-    out << "  board: the one-shot shared-memory board for up to " << node_.board_capacity
-        << " bytes (every rank posts its input, reads the others'; BLINK_ONE_SHOT_MAX_BYTES)"
-        << (one_shot_ ? "" : ", not set up yet") << "\n";
-  } else {
-    out << "  board: off (" << node_.board_off << ")\n";
-  }
-  if (node_.direct_min > 0) {
-    out << "  direct: the direct path from " << node_.direct_min
-        << " bytes (BLINK_SHM_DIRECT_MIN_BYTES): "
-        << (direct_ ? direct_->describe()
-                    : std::string(staging_max_ > 0 ? "through a staging area in shared memory"
-                                                   : "by cross-memory attach") +
-                          ", not set up yet")
-        << "\n";
-  } else {
-    out << "  direct: off (" << node_.direct_off << ")\n";
-  }
-  out << "Calls by algorithm:";
-  for (int a = 0; a < kNumAlgorithms; ++a) {
-    out << ' ' << toString(static_cast<Algorithm>(a)) << '=' << calls_[static_cast<std::size_t>(a)];
-  }
-  const plan::TreeCacheStats trees = plan::treeCacheStats();
-  out << "\nPlanning: first decision " << std::max(first_planning_seconds_, 0.0) * 1e3
-      << " ms, all " << plans_built_ << " decisions " << planning_seconds_ * 1e3
-      << " ms; trees packed " << trees.misses << " times (" << trees.packing_seconds * 1e3
-      << " ms) and reused " << trees.hits << " times in this process\n";
-  out << "Decisions cached: " << cache_.size() << "\n";
-  for (const PlanKey& key : lru_) {
-    const CachedChoice& cp = cache_.at(key);
-    out << "- " << cp.why << "\n";
-    if (!runsPlan(cp.algorithm)) continue;
-    out << "    plan " << cp.plan.algorithm << ", element " << cp.plan.element_size
-        << " bytes, chunk " << cp.plan.chunk_bytes << " bytes, " << cp.program.steps.size()
-        << " steps on this rank, hash " << std::hex << cp.plan.hash() << std::dec << "\n";
-    for (const auto& note : cp.plan.notes) out << "    " << note << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace blink::runtime
