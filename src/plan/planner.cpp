@@ -84,6 +84,20 @@ std::pair<Plan, double> treePlan(Collective c, const treegen::TreeSet& trees,
   return {std::move(again), seconds};
 }
 
+// A tree plan, unless the planning budget ran out before any usable trees were
+// packed: then the candidate is left out (the baselines remain) and WARN says so.
+void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
+                 const treegen::TreeSet& trees, const topo::Topology& t, std::uint64_t bytes,
+                 const PlannerOptions& o) {
+  if (trees.budget_exhausted && trees.rate_gbps <= 0.0) {
+    BLINK_LOG(Warn, "planner: no " << trees.collective << " trees on " << t.name()
+                                   << " within the planning budget (bound " << trees.bound_gbps
+                                   << " GB/s): the ring and double binary tree stand in");
+    return;
+  }
+  out.push_back(treePlan(c, trees, t, bytes, o));
+}
+
 }  // namespace
 
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::Topology& t,
@@ -92,15 +106,14 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
   std::vector<std::pair<Plan, double>> out;
   if (rooted) {
-    out.push_back(
-        treePlan(c, treegen::packBroadcast(t, rootGpu(t, root_rank), o.pack), t, bytes, o));
+    addTreePlan(out, c, treegen::packBroadcast(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
-    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
+    addTreePlan(out, c, treegen::packAllGather(t, o.pack), t, bytes, o);
   } else {
-    out.push_back(treePlan(c, treegen::packAllGather(t, o.pack), t, bytes, o));
-    auto rb = treePlan(c, treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o);
-    rb.first.algorithm = "blink-trees reduce+broadcast";
-    out.push_back(std::move(rb));
+    addTreePlan(out, c, treegen::packAllGather(t, o.pack), t, bytes, o);
+    const std::size_t before = out.size();
+    addTreePlan(out, c, treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o);
+    if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
   }
   if (isMultiNode(t)) {
     // Trees inside each node and an inter-node phase over every NIC, beside the flat
@@ -140,10 +153,18 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
 }
 
 Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, int root_rank,
-                  const PlannerOptions& o) {
+                  const PlannerOptions& options) {
+  // One budget for every packing of this call (treegen/budget.hpp).
+  PlannerOptions o = options;
+  if (!o.pack.budget) {
+    o.pack.budget = treegen::makeBudget(o.pack.budget_ms > 0.0 ? o.pack.budget_ms
+                                                               : treegen::defaultBudgetMillis());
+  }
   Choice choice;
   std::vector<std::pair<Plan, double>> all = blinkCandidates(c, t, bytes, root_rank, o);
-  if (o.allow_baselines) {
+  // With no tree plan left (the budget ran out), the baselines stand in even when
+  // only Blink's trees were asked for.
+  if (o.allow_baselines || all.empty()) {
     all.emplace_back(ringPlan(c, t, bytes, root_rank, o.lower), 0.0);
     if (c != Collective::AllGather && c != Collective::ReduceScatter) {
       all.emplace_back(doubleBinaryTreePlan(c, t, bytes, root_rank, o.lower), 0.0);
