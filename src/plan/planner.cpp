@@ -115,7 +115,10 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     addTreePlan(out, c, treegen::packBroadcast(t, rootGpu(t, 0), o.pack), t, bytes, o);
     if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
   }
-  if (isMultiNode(t)) {
+  if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
+    BLINK_LOG(Warn,
+              "planner: no hierarchical plan on " << t.name() << ": the planning budget is spent");
+  } else if (isMultiNode(t)) {
     // Trees inside each node and an inter-node phase over every NIC, beside the flat
     // trees over the whole cluster graph; a node whose trees cannot be packed leaves
     // the flat candidates alone.

@@ -32,7 +32,15 @@ Budget::Budget(double millis)
 Budget::Budget(std::int64_t work, double millis)
     : millis_(checkedMillis(millis)),
       limit_(std::max<std::int64_t>(work, 1)),
-      deadline_(Clock::now() + safetyNet(millis)) {}
+      allowed_(safetyNet(millis)) {}
+
+Budget::ActiveSpan::ActiveSpan(Budget& budget) : budget_(budget) {
+  if (budget_.open_spans_++ == 0) budget_.span_start_ = Clock::now();
+}
+
+Budget::ActiveSpan::~ActiveSpan() {
+  if (--budget_.open_spans_ == 0) budget_.used_ += Clock::now() - budget_.span_start_;
+}
 
 bool Budget::spend(std::int64_t work) {
   if (exhausted_) return false;
@@ -40,7 +48,9 @@ bool Budget::spend(std::int64_t work) {
   if (spent_ > limit_) exhausted_ = true;
   if (spent_ >= next_clock_check_) {
     next_clock_check_ = spent_ + kClockStride;
-    if (Clock::now() > deadline_) exhausted_ = by_clock_ = true;
+    Clock::duration used = used_;
+    if (open_spans_ > 0) used += Clock::now() - span_start_;
+    if (used > allowed_) exhausted_ = by_clock_ = true;
   }
   return !exhausted_;
 }

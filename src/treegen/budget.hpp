@@ -14,7 +14,9 @@
 // step touches. Equal inputs spend equal work and stop at the same point on every
 // rank. The wall clock is only a safety net (kSafetyFactor times the budget) for a
 // machine so overloaded that the units run far slower than measured; when it fires
-// the result may differ between ranks, and the log says so.
+// the result may differ between ranks, and the log says so. It counts only the
+// time spent inside packings (an ActiveSpan each), not the lowering and simulation
+// a planner does between the packings that share one budget.
 #pragma once
 
 #include <chrono>
@@ -32,10 +34,22 @@ class Budget {
   // Work units between two reads of the clock.
   static constexpr std::int64_t kClockStride = 20'000;
 
-  // A budget of `millis` (> 0) starting now.
+  // A budget of `millis` (> 0).
   explicit Budget(double millis);
   // A budget of exactly `work` units (tests), with the safety net of `millis`.
   Budget(std::int64_t work, double millis);
+
+  // While alive, the wall clock of the safety net runs (nesting is fine).
+  class ActiveSpan {
+   public:
+    explicit ActiveSpan(Budget& budget);
+    ~ActiveSpan();
+    ActiveSpan(const ActiveSpan&) = delete;
+    ActiveSpan& operator=(const ActiveSpan&) = delete;
+
+   private:
+    Budget& budget_;
+  };
 
   // Charges `work` units; false once the budget is exhausted (and from then on).
   bool spend(std::int64_t work);
@@ -52,7 +66,10 @@ class Budget {
   std::int64_t limit_;
   std::int64_t spent_ = 0;
   std::int64_t next_clock_check_ = kClockStride;
-  Clock::time_point deadline_;
+  Clock::duration allowed_;                         // wall time the safety net allows
+  Clock::duration used_ = Clock::duration::zero();  // in finished spans
+  Clock::time_point span_start_;
+  int open_spans_ = 0;
   bool exhausted_ = false;
   bool by_clock_ = false;
 };

@@ -162,6 +162,7 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
   PackingGraph g = buildPackingGraph(topology, options.links);
   const int root = packingIndexOfGpu(topology, g, root_gpu);
   const SharedBudget budget = budgetFor(options);
+  const Budget::ActiveSpan active(*budget);
   const std::int64_t spent_before = budget->spent();
   g.budget = budget.get();
   if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
@@ -222,6 +223,7 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
     return set;
   }
   const SharedBudget budget = budgetFor(options);
+  const Budget::ActiveSpan active(*budget);
   const std::int64_t spent_before = budget->spent();
   g.budget = budget.get();
   std::vector<int> weakest;
