@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -114,7 +116,12 @@ void settleBudget(TreeSet& set, const Budget& budget, std::int64_t spent_before,
             "BLINK_PLAN_BUDGET_MS)";
   }
   set.notes.push_back(note.str());
-  BLINK_LOG(Warn, "treegen: " << what << ": " << note.str());
+  // Once per process and message: a runtime plans every size of every collective.
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  const std::string line = "treegen: " + what + ": " + note.str();
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(line).second) BLINK_LOG(Warn, line);
 }
 
 Capacity totalMultiplicity(const std::vector<PackedTree>& packed) {
