@@ -85,12 +85,13 @@ std::pair<Plan, double> treePlan(Collective c, const treegen::TreeSet& trees,
 }
 
 // A tree plan, unless the planning budget ran out before any usable trees were
-// packed: then the candidate is left out (the baselines remain) and WARN says so.
+// packed: then the candidate is left out (the baselines remain). treegen has said
+// so at WARN already (once per process); INFO says what the planner did about it.
 void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
                  const treegen::TreeSet& trees, const topo::Topology& t, std::uint64_t bytes,
                  const PlannerOptions& o) {
   if (trees.budget_exhausted && trees.rate_gbps <= 0.0) {
-    BLINK_LOG(Warn, "planner: no " << trees.collective << " trees on " << t.name()
+    BLINK_LOG(Info, "planner: no " << trees.collective << " trees on " << t.name()
                                    << " within the planning budget (bound " << trees.bound_gbps
                                    << " GB/s): the ring and double binary tree stand in");
     return;
@@ -116,7 +117,7 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
   }
   if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
-    BLINK_LOG(Warn,
+    BLINK_LOG(Info,
               "planner: no hierarchical plan on " << t.name() << ": the planning budget is spent");
   } else if (isMultiNode(t)) {
     // Trees inside each node and an inter-node phase over every NIC, beside the flat

@@ -15,7 +15,7 @@ constexpr Capacity kInfinite = static_cast<Capacity>(1) << 60;
 // Growing a tree, the question for each arc tried is whether taking one unit of
 // u->w keeps connectivity >= level from the root to every span vertex. Asked
 // vertex by vertex that is one max-flow per tight vertex and arc (n^5 work on a
-// complete graph of n GPUs: 25 s for 64). It is one max-flow: taking the unit
+// complete graph of n GPUs: over 30 s for 64). It is one max-flow: taking the unit
 // lowers the in-capacity of exactly the vertex sets X that hold w but neither u
 // nor the root, and every other set keeps its in-capacity >= level (connectivity
 // is >= level before), so the answer is yes iff every such X has in-capacity >=
