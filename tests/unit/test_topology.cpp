@@ -160,7 +160,8 @@ TEST(LinkTable, OverridesAreValidated) {
   table.applyOverrides("nvlink2=22.5,pcie3x16=12");
   EXPECT_DOUBLE_EQ(table.get("nvlink2").gbps, 22.5);
   EXPECT_DOUBLE_EQ(table.get("pcie3x16").gbps, 12.0);
-  for (const char* bad : {"nvlink9=1", "nvlink2", "nvlink2=-1", "nvlink2=abc", "nvlink2=0"}) {
+  for (const char* bad : {"nvlink9=1", "nvlink2", "nvlink2=-1", "nvlink2=abc", "nvlink2=0",
+                          "nvlink2=25e9", "nvlink2=0.0001"}) {
     EXPECT_EQ(statusOf([&] { table.applyOverrides(bad); }), blinkInvalidInput) << bad;
   }
 }
