@@ -64,6 +64,10 @@ Row run(const Case& c, const std::string& collective, treegen::Method method, do
   options.epsilon = epsilon;
   options.minimize = minimize;
   options.links = c.links;
+  // This measures the algorithms themselves, not a runtime's planning: the largest
+  // budget, so that no row is a packing cut short (BLINK_PLAN_BUDGET_MS's 400 ms
+  // would cut MWU at epsilon 0.01 on the larger machines).
+  options.budget_ms = 600'000;
   treegen::TreeSet set =
       collective == "broadcast"
           ? treegen::packBroadcast(c.topology, c.topology.device(c.topology.gpus()[0]).gpu_index,

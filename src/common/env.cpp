@@ -78,6 +78,11 @@ const std::vector<Variable>& registry() {
       {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
        "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
        "pipeline time under the alpha-beta model."},
+      {"BLINK_PLAN_BUDGET_MS", Kind::Integer, "1..600000", "400",
+       "Work allowed to each planning (tree packing, switch splitting, minimisation), in "
+       "milliseconds of a slow machine. It is counted in deterministic work units, so every rank "
+       "stops at the same point and builds the same plan; past it the planner uses the trees "
+       "packed so far, or the ring and double binary tree, and says so at WARN."},
       {"BLINK_TIMEOUT_S", Kind::Integer, "1..86400", "300",
        "Longest wait, in seconds, for a peer that makes no progress before a collective fails "
        "with blinkTimeout naming the peer (never a silent hang)."},

@@ -98,6 +98,21 @@ double combiningSeconds(const Plan& p, const std::vector<double>& rate) {
   return slowest;
 }
 
+// A tree plan, unless the planning budget ran out before any usable trees were
+// packed: then the candidate is left out (the baselines remain). treegen has said
+// so at WARN already (once per process); INFO says what the planner did about it.
+void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
+                 const treegen::TreeSet& trees, const topo::Topology& t, std::uint64_t bytes,
+                 const PlannerOptions& o) {
+  if (trees.budget_exhausted && trees.rate_gbps <= 0.0) {
+    BLINK_LOG(Info, "planner: no " << trees.collective << " trees on " << t.name()
+                                   << " within the planning budget (bound " << trees.bound_gbps
+                                   << " GB/s): the ring and double binary tree stand in");
+    return;
+  }
+  out.push_back(treePlan(c, trees, t, bytes, o));
+}
+
 }  // namespace
 
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::Topology& t,
@@ -106,16 +121,19 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
   std::vector<std::pair<Plan, double>> out;
   if (rooted) {
-    out.push_back(treePlan(c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o));
+    addTreePlan(out, c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
-    out.push_back(treePlan(c, allGatherTrees(t, o.pack), t, bytes, o));
+    addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
   } else {
-    out.push_back(treePlan(c, allGatherTrees(t, o.pack), t, bytes, o));
-    auto rb = treePlan(c, broadcastTrees(t, rootGpu(t, 0), o.pack), t, bytes, o);
-    rb.first.algorithm = "blink-trees reduce+broadcast";
-    out.push_back(std::move(rb));
+    addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
+    const std::size_t before = out.size();
+    addTreePlan(out, c, broadcastTrees(t, rootGpu(t, 0), o.pack), t, bytes, o);
+    if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
   }
-  if (isMultiNode(t)) {
+  if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
+    BLINK_LOG(Info,
+              "planner: no hierarchical plan on " << t.name() << ": the planning budget is spent");
+  } else if (isMultiNode(t)) {
     // Trees inside each node and an inter-node phase over every NIC, beside the flat
     // trees over the whole cluster graph; a node whose trees cannot be packed leaves
     // the flat candidates alone.
@@ -160,12 +178,20 @@ std::string familyOf(const std::string& algorithm) {
 }
 
 Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, int root_rank,
-                  const PlannerOptions& o) {
+                  const PlannerOptions& options) {
+  // One budget for every packing of this call (treegen/budget.hpp).
+  PlannerOptions o = options;
+  if (!o.pack.budget) {
+    o.pack.budget = treegen::makeBudget(o.pack.budget_ms > 0.0 ? o.pack.budget_ms
+                                                               : treegen::defaultBudgetMillis());
+  }
   Choice choice;
   const bool only_baseline = o.only_family == "ring" || o.only_family == "dbt";
   std::vector<std::pair<Plan, double>> all;
   if (!only_baseline) all = blinkCandidates(c, t, bytes, root_rank, o);
-  if (o.allow_baselines || only_baseline) {
+  // With no tree plan left (the budget ran out), the baselines stand in even when
+  // only Blink's trees were asked for.
+  if (o.allow_baselines || only_baseline || all.empty()) {
     all.emplace_back(ringPlan(c, t, bytes, root_rank, o.lower), 0.0);
     if (c != Collective::AllGather && c != Collective::ReduceScatter) {
       all.emplace_back(doubleBinaryTreePlan(c, t, bytes, root_rank, o.lower), 0.0);

@@ -4,7 +4,9 @@
 // and the fastest wins. A flat tree plan whose trees finish unevenly is built once
 // more with the data split by the rates the trees reached (PlannerOptions::
 // rebalance). Because the baselines are candidates, Blink is never predicted slower
-// than a ring; `why` says what was compared.
+// than a ring; `why` says what was compared. Every packing of one call draws on
+// one planning budget (PackOptions::budget, treegen/budget.hpp); a tree candidate
+// whose packing ran out of it with nothing usable is left out.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "topology/topology_json.hpp"
+#include "treegen/budget.hpp"
 
 namespace blink::plan {
 namespace {
@@ -39,15 +40,33 @@ std::string keyOf(const topo::Topology& t, int root_gpu, const treegen::PackOpti
   return key.str();
 }
 
+// The budget a packing with options `o` draws on: the shared account of the
+// planning call, or a fresh one of its own (treegen::budgetFor does the same).
+std::int64_t remainingWork(const treegen::PackOptions& o) {
+  if (o.budget) return o.budget->limit() - o.budget->spent();
+  const treegen::Budget fresh(o.budget_ms > 0.0 ? o.budget_ms : treegen::defaultBudgetMillis());
+  return fresh.limit();
+}
+
+// A hit must leave everything as a miss would have: the trees, and the work charged
+// to the planning call's budget (later packings of the call see the same remainder
+// on every rank, whichever of them had the trees cached). So only packings that
+// finished within their budget are kept, a hit charges the work the packing cost,
+// and a hit whose cost exceeds what is left packs afresh (and is cut short, as on
+// a rank without the cache).
 template <typename Pack>
-treegen::TreeSet lookup(const std::string& key, Pack&& pack) {
+treegen::TreeSet lookup(const std::string& key, const treegen::PackOptions& o, Pack&& pack) {
   Cache& c = cache();
   {
     std::lock_guard lock(c.mutex);
     if (auto it = c.entries.find(key); it != c.entries.end()) {
-      c.recency.splice(c.recency.begin(), c.recency, it->second.second);
-      ++c.stats.hits;
-      return it->second.first;
+      const treegen::TreeSet& trees = it->second.first;
+      if (trees.work <= remainingWork(o)) {
+        if (o.budget) o.budget->spend(trees.work);
+        c.recency.splice(c.recency.begin(), c.recency, it->second.second);
+        ++c.stats.hits;
+        return trees;
+      }
     }
   }
   // Packed outside the lock: another thread may pack the same key meanwhile, and
@@ -59,7 +78,7 @@ treegen::TreeSet lookup(const std::string& key, Pack&& pack) {
   std::lock_guard lock(c.mutex);
   ++c.stats.misses;
   c.stats.packing_seconds += seconds;
-  if (c.entries.count(key) == 0) {
+  if (!trees.budget_exhausted && c.entries.count(key) == 0) {
     c.recency.push_front(key);
     c.entries.emplace(key, std::make_pair(trees, c.recency.begin()));
     if (c.entries.size() > kMaxEntries) {
@@ -74,11 +93,11 @@ treegen::TreeSet lookup(const std::string& key, Pack&& pack) {
 
 treegen::TreeSet broadcastTrees(const topo::Topology& t, int root_gpu,
                                 const treegen::PackOptions& o) {
-  return lookup(keyOf(t, root_gpu, o), [&] { return treegen::packBroadcast(t, root_gpu, o); });
+  return lookup(keyOf(t, root_gpu, o), o, [&] { return treegen::packBroadcast(t, root_gpu, o); });
 }
 
 treegen::TreeSet allGatherTrees(const topo::Topology& t, const treegen::PackOptions& o) {
-  return lookup(keyOf(t, -1, o), [&] { return treegen::packAllGather(t, o); });
+  return lookup(keyOf(t, -1, o), o, [&] { return treegen::packAllGather(t, o); });
 }
 
 TreeCacheStats treeCacheStats() {

@@ -2,8 +2,10 @@
 // as a root) and the packing options, never on the message size. Packing is the
 // expensive part of planning (max-flows per arc), so it is done once per key for
 // the life of the process: every communicator on the same topology, and every size
-// after the first, only lowers and chunks. Thread-safe; deterministic (a hit returns
-// exactly what a miss would have computed).
+// after the first, only lowers and chunks. Thread-safe and deterministic: a hit
+// returns what a miss would have computed and charges the planning budget
+// (treegen/budget.hpp) the work the packing cost, so ranks with and without the
+// trees cached still plan alike; packings cut short by the budget are not kept.
 #pragma once
 
 #include <cstddef>

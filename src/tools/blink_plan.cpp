@@ -34,6 +34,10 @@ Options:
   --minimize           cut the tree count at no loss of rate (Caratheodory), then
                        drop the lightest trees within --tolerance
   --tolerance T        rate --minimize may give up, a fraction in [0, 1) (default 0)
+  --budget-ms MS       work allowed to the packing, 1..600000 milliseconds of a slow
+                       machine, counted in deterministic work units (default
+                       $BLINK_PLAN_BUDGET_MS, else 400); past it the trees found so far
+                       are printed, with a note
   --links KINDS        link kinds the trees may use: nvlink, pcie, all (default all),
                        or a comma list of nvlink,pcie,smp,network,shm
   --format F           text (default), json (a stable interface), dot
@@ -48,6 +52,8 @@ are reported.
 Examples:
   blink-plan --topo dgx1-v100 --gpus 0,1,2,4 --root 0 --method exact
   blink-plan --topo dgx1-v100 --collective allgather --links nvlink --format json
+
+A packing past its budget is still a success (exit 0): the note says so.
 
 Exit codes: 0 success, 1 the topology could not be loaded, 2 bad command line.
 )";
@@ -114,6 +120,15 @@ int run(const blink::cli::Args& args) {
     }
   }
 
+  if (auto budget = args.value("--budget-ms")) {
+    char* end = nullptr;
+    const long long ms = std::strtoll(budget->c_str(), &end, 10);
+    if (end == budget->c_str() || *end != '\0' || ms < 1 || ms > 600000) {
+      throw UsageError{"--budget-ms must be an integer in 1..600000, not '" + *budget + "'"};
+    }
+    options.budget_ms = static_cast<double>(ms);
+  }
+
   topo::Topology t = blink::cli::topologyFromArgs(args);
   if (t.gpus().empty()) {
     throw blink::Error(blinkInvalidInput, "topology '" + t.name() + "' has no GPUs to plan for");
@@ -166,8 +181,9 @@ int run(const blink::cli::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return blink::cli::runTool("blink-plan", argc, argv,
-                             {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon",
-                              "--links", "--format", "--output", "--link-gbps", "--tolerance"},
-                             {"--help", "--minimize"}, run);
+  return blink::cli::runTool(
+      "blink-plan", argc, argv,
+      {"--topo", "--gpus", "--collective", "--root", "--method", "--epsilon", "--links", "--format",
+       "--output", "--link-gbps", "--tolerance", "--budget-ms"},
+      {"--help", "--minimize"}, run);
 }

@@ -35,6 +35,10 @@ Options:
   --sweep              sizes from 1K up to --bytes, x4 each step
   --chunk-bytes SIZE   fixed chunk size (default $BLINK_CHUNK_BYTES, else the pipeline
                        model's choice per tree)
+  --budget-ms MS       work allowed to planning each size, 1..600000 milliseconds
+                       of a slow machine, counted in deterministic work units
+                       (default $BLINK_PLAN_BUDGET_MS, else 400); past it the trees
+                       found so far, or the ring and double binary tree, are used
   --candidates         also list each of Blink's own candidates (flat trees in each
                        shape, and on several nodes the hierarchical plan)
   --format F           text (default) or json (a stable interface)
@@ -191,6 +195,14 @@ int run(const blink::cli::Args& args) {
   options.lower = plan::lowerOptionsFromEnvironment();
   if (auto chunk = args.value("--chunk-bytes"))
     options.lower.chunk_bytes = parseSize(*chunk, "--chunk-bytes");
+  if (auto budget = args.value("--budget-ms")) {
+    char* end = nullptr;
+    const long long ms = std::strtoll(budget->c_str(), &end, 10);
+    if (end == budget->c_str() || *end != '\0' || ms < 1 || ms > 600000) {
+      throw UsageError{"--budget-ms must be an integer in 1..600000, not '" + *budget + "'"};
+    }
+    options.pack.budget_ms = static_cast<double>(ms);
+  }
   topo::Topology t = blink::cli::topologyFromArgs(args);
   const int n = static_cast<int>(t.gpus().size());
   if (n < 2)
@@ -238,6 +250,6 @@ int main(int argc, char** argv) {
   return blink::cli::runTool(
       "blink-sim", argc, argv,
       {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes", "--format",
-       "--link-gbps", "--output", "--hwloc-xml"},
+       "--link-gbps", "--output", "--hwloc-xml", "--budget-ms"},
       {"--help", "--sweep", "--candidates"}, run);
 }

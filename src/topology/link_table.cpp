@@ -100,10 +100,11 @@ void LinkTable::applyOverrides(std::string_view spec) {
     std::string value(item.substr(eq + 1));
     double gbps = 0.0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), gbps);
-    if (ec != std::errc() || ptr != value.data() + value.size() || !(gbps > 0.0) ||
-        !std::isfinite(gbps)) {
+    // The range every link must keep (Topology::addLink), said here where it is typed.
+    if (ec != std::errc() || ptr != value.data() + value.size() || !(gbps >= kMinLaneGbps) ||
+        !(gbps <= kMaxLaneGbps)) {
       throw Error(blinkInvalidInput, "link bandwidth override '" + std::string(item) + "': '" +
-                                         value + "' is not a positive number of GB/s");
+                                         value + "' is not a number of GB/s in 0.001..10000");
     }
     (void)get(name);  // throws for an unknown generation
     for (auto& g : generations_) {

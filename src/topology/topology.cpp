@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "common/error.hpp"
@@ -122,13 +123,17 @@ Edge Topology::addLink(Vertex from, Vertex to, Link link) {
   }
   const std::string where = "link " + graph_[from].id + " -> " + graph_[to].id;
   if (from == to) throw Error(blinkInvalidInput, where + " is a self loop");
-  if (!(link.gbps > 0.0) || !std::isfinite(link.gbps)) {
-    throw Error(blinkInvalidInput, where + " needs a positive, finite bandwidth (got " +
-                                       std::to_string(link.gbps) + " GB/s)");
+  if (!(link.gbps >= kMinLaneGbps && link.gbps <= kMaxLaneGbps)) {
+    std::ostringstream got;
+    got << link.gbps;
+    throw Error(blinkInvalidInput, where + " has bandwidth " + got.str() +
+                                       " GB/s per lane; expected 0.001..10000 (GB/s per lane "
+                                       "and direction)");
   }
-  if (link.multiplicity < 1) {
-    throw Error(blinkInvalidInput, where + " needs a multiplicity >= 1 (got " +
-                                       std::to_string(link.multiplicity) + ")");
+  if (link.multiplicity < 1 || link.multiplicity > kMaxLanes) {
+    throw Error(blinkInvalidInput, where + " has multiplicity " +
+                                       std::to_string(link.multiplicity) +
+                                       "; expected 1..1024 lanes");
   }
   if (!(link.latency_us >= 0.0) || !std::isfinite(link.latency_us)) {
     throw Error(blinkInvalidInput, where + " has a negative or non-finite latency");

@@ -72,6 +72,13 @@ struct Link {
   bool operator==(const Link&) const = default;
 };
 
+// What a link may claim: a lane between 1 MB/s and 10 TB/s, at most 1024 lanes.
+// Values outside are typing mistakes (a unit off by 1e9) that would make the
+// integer capacity units of tree packing explode.
+inline constexpr double kMinLaneGbps = 1e-3;
+inline constexpr double kMaxLaneGbps = 1e4;
+inline constexpr int kMaxLanes = 1024;
+
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Device, Link>;
 using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
 using Edge = boost::graph_traits<Graph>::edge_descriptor;
@@ -89,8 +96,9 @@ class Topology {
   // or a GPU whose gpu_index is negative or already used.
   Vertex addDevice(Device device);
   // Adds the directed link from -> to; throws blinkInvalidInput on a self loop, a
-  // non-positive bandwidth or multiplicity, a negative latency, or a second link of
-  // the same kind between the same ordered pair (raise multiplicity instead).
+  // bandwidth outside kMinLaneGbps..kMaxLaneGbps (NaN included), a multiplicity
+  // outside 1..kMaxLanes, a negative latency, or a second link of the same kind
+  // between the same ordered pair (raise multiplicity instead).
   Edge addLink(Vertex from, Vertex to, Link link);
   // A full-duplex cable: the same Link in both directions.
   void addDuplexLink(Vertex a, Vertex b, const Link& link);

@@ -177,13 +177,18 @@ class Reader {
     } else if (!have_generation) {
       fail(path, "missing required field 'gbps' (or a known 'generation')");
     }
-    if (!(link.gbps > 0.0)) {
-      fail(path + ".gbps", "bandwidth must be positive (GB/s per lane and direction), got " +
-                               std::to_string(link.gbps));
+    if (!(link.gbps >= kMinLaneGbps && link.gbps <= kMaxLaneGbps)) {
+      std::ostringstream got;
+      got << link.gbps;
+      fail(path + ".gbps",
+           "bandwidth must be positive and within 0.001..10000 GB/s per lane and direction, got " +
+               got.str());
     }
     if (l.contains("multiplicity")) {
       long long m = integer(l["multiplicity"], path + ".multiplicity");
-      if (m < 1 || m > 1024) fail(path + ".multiplicity", "expected 1..1024");
+      if (m < 1 || m > kMaxLanes) {
+        fail(path + ".multiplicity", "expected 1..1024 lanes, got " + std::to_string(m));
+      }
       link.multiplicity = static_cast<int>(m);
     }
     if (l.contains("latency_us")) {

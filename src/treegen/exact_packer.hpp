@@ -20,6 +20,8 @@ struct PackedTree {
 // Each round grows one tree arc by arc, accepting an arc only if every vertex keeps
 // connectivity >= k-1 in what is left (always possible, by Lovász), then gives the
 // tree the largest multiplicity mu that keeps connectivity >= k-mu.
+// Once g's budget is spent it returns the trees finished so far (total
+// multiplicity below k): still a packing within capacity.
 std::vector<PackedTree> packArborescences(const PackingGraph& g, int root,
                                           const std::vector<int>& span, Capacity k);
 

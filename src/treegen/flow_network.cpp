@@ -1,17 +1,19 @@
 #include "treegen/flow_network.hpp"
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside Boost's edge iterator (a
-// boost::optional member) once boykov_kolmogorov_max_flow is inlined.
+// boost::optional member) once the max-flow is inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 #include <stdexcept>
+
+#include "treegen/budget.hpp"
 
 namespace blink::treegen {
 
@@ -37,11 +39,16 @@ using Edge = boost::graph_traits<Graph>::edge_descriptor;
 
 }  // namespace
 
+// What one max-flow costs beyond its size (the solver's own set-up), in budget
+// units: measured with Budget::kWorkPerMilli on the reference machines.
+constexpr std::int64_t kWorkPerCall = 200;
+
 struct FlowNetwork::Impl {
   Graph graph;
   std::vector<Edge> forward;  // arc id -> forward edge (its reverse has capacity 0)
   std::vector<int> tails, heads;
   int last_source = 0;
+  Budget* budget = nullptr;
 };
 
 FlowNetwork::FlowNetwork(int num_vertices) : impl_(std::make_unique<Impl>()) {
@@ -92,15 +99,22 @@ int FlowNetwork::to(int arc) const {
   return impl_->heads.at(static_cast<std::size_t>(arc));
 }
 
+void FlowNetwork::chargeTo(Budget* budget) {
+  impl_->budget = budget;
+}
+
 Capacity FlowNetwork::maxFlow(int s, int t) {
   if (s == t) throw std::invalid_argument("FlowNetwork::maxFlow: source equals sink");
   auto& g = impl_->graph;
+  if (impl_->budget != nullptr) {
+    impl_->budget->spend(static_cast<std::int64_t>(boost::num_edges(g) + boost::num_vertices(g)) +
+                         kWorkPerCall);
+  }
   impl_->last_source = s;
-  return boost::boykov_kolmogorov_max_flow(
-      g, boost::get(&EdgeProps::capacity, g), boost::get(&EdgeProps::residual, g),
-      boost::get(&EdgeProps::reverse, g), boost::get(&VertexProps::predecessor, g),
-      boost::get(&VertexProps::color, g), boost::get(&VertexProps::distance, g),
-      boost::get(boost::vertex_index, g), static_cast<std::size_t>(s), static_cast<std::size_t>(t));
+  return boost::push_relabel_max_flow(
+      g, static_cast<std::size_t>(s), static_cast<std::size_t>(t),
+      boost::get(&EdgeProps::capacity, g), boost::get(&EdgeProps::residual, g),
+      boost::get(&EdgeProps::reverse, g), boost::get(boost::vertex_index, g));
 }
 
 std::vector<bool> FlowNetwork::sourceSideOfMinCut() const {
@@ -129,6 +143,14 @@ Capacity FlowNetwork::flow(int arc) const {
   const auto& g = impl_->graph;
   const Edge& e = impl_->forward.at(static_cast<std::size_t>(arc));
   return g[e].capacity - g[e].residual;
+}
+
+std::vector<Capacity> FlowNetwork::flows() const {
+  const auto& g = impl_->graph;
+  std::vector<Capacity> out;
+  out.reserve(impl_->forward.size());
+  for (const Edge& e : impl_->forward) out.push_back(g[e].capacity - g[e].residual);
+  return out;
 }
 
 }  // namespace blink::treegen

@@ -76,7 +76,7 @@ class Basis {
 
 }  // namespace
 
-void minimizeTrees(TreeSet& set, double tolerance) {
+void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
   if (!(tolerance >= 0.0 && tolerance < 1.0)) {
     throw Error(blinkInvalidArgument,
                 "minimize tolerance must be in [0, 1), got " + std::to_string(tolerance));
@@ -126,9 +126,15 @@ void minimizeTrees(TreeSet& set, double tolerance) {
   };
   Basis basis(dim);
   std::vector<int> pending(order.begin(), order.end());
-  for (std::size_t next = 0; next < pending.size(); ++next) {
+  bool cut_short = false;
+  for (std::size_t next = 0; next < pending.size() && !cut_short; ++next) {
     const int j = pending[next];
     while (weight[j] > 0) {
+      if (budget != nullptr &&
+          !budget->spend(static_cast<std::int64_t>(dim * (basis.size() + 1)))) {
+        cut_short = true;
+        break;
+      }
       auto alpha = basis.express(vectors[j]);
       if (!alpha) {
         basis.add(j, vectors[j]);
@@ -156,6 +162,9 @@ void minimizeTrees(TreeSet& set, double tolerance) {
       std::vector<int> keep;
       for (int m : basis.members()) {
         if (m != blocker) keep.push_back(m);
+      }
+      if (budget != nullptr) {
+        budget->spend(static_cast<std::int64_t>(dim * keep.size() * keep.size()));
       }
       basis = rebuild(keep);
     }
@@ -201,6 +210,7 @@ void minimizeTrees(TreeSet& set, double tolerance) {
   std::ostringstream note;
   note << "minimize: " << before << " -> " << set.trees.size() << " trees, rate " << set.rate_gbps
        << " -> " << new_rate << " GB/s (tolerance " << tolerance << ")";
+  if (cut_short) note << "; the loss-free pass was cut short by the planning budget";
   set.rate_gbps = new_rate;
   set.notes.push_back(note.str());
   set.method += "+minimize";

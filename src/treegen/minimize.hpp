@@ -14,11 +14,16 @@
 #pragma once
 
 #include "topology/topology.hpp"
+#include "treegen/budget.hpp"
 #include "treegen/tree_set.hpp"
 
 namespace blink::treegen {
 
 // Rewrites set.trees and set.rate_gbps; notes what was done. tolerance in [0, 1).
-void minimizeTrees(TreeSet& set, double tolerance);
+// Each loss-free step charges `budget` (if any) the size of the basis it works
+// on; once it is spent the remaining trees are kept as they are (loads and rates
+// are unchanged by every step, so the result is as good as the input) and only
+// the cheap lossy pass runs.
+void minimizeTrees(TreeSet& set, double tolerance, Budget* budget = nullptr);
 
 }  // namespace blink::treegen

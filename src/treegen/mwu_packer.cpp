@@ -99,7 +99,14 @@ MwuResult packMwu(const PackingGraph& g, int root, const std::vector<int>& span,
   std::map<std::vector<int>, std::size_t> index_of_tree;
   std::vector<double> amount;  // capacity units routed on each distinct tree
   constexpr int kMaxIterations = 5'000'000;
+  // Budget units per iteration: each oracle call costs about 8 units per arc
+  // (measured against max-flows on the reference machines, see budget.hpp).
+  const std::int64_t work_per_iteration =
+      8 * static_cast<std::int64_t>(m) *
+      (super_root ? static_cast<std::int64_t>(root_arcs.size()) : 1);
   while (logTotal() < 0.0) {
+    // Out of budget: what was routed so far, scaled to fit below, is a packing.
+    if (g.budget != nullptr && !g.budget->spend(work_per_iteration)) break;
     if (++result.iterations > kMaxIterations) {
       throw Error(blinkInternalError, "MWU did not converge; try a larger epsilon");
     }

@@ -21,7 +21,8 @@ struct MwuResult {
 // cheapest tree, routes the tree's bottleneck capacity along it and raises the
 // prices of its arcs by (1 + epsilon * share). Prices live in a rescaled form so
 // they never underflow; the result is scaled so its most loaded arc is exactly full.
-// Throws blinkInvalidArgument unless 0 < epsilon < 1.
+// Once g's budget is spent it stops and scales what it has routed so far the
+// same way (empty when nothing was). Throws blinkInvalidArgument unless 0 < epsilon < 1.
 MwuResult packMwu(const PackingGraph& g, int root, const std::vector<int>& span, double epsilon);
 
 }  // namespace blink::treegen

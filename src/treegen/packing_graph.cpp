@@ -27,7 +27,14 @@ constexpr long long kMaxDenominator = 1'000'000;
 FlowNetwork PackingGraph::network(int extra_vertices) const {
   FlowNetwork net(numVertices() + extra_vertices);
   for (const auto& a : arcs) net.addArc(a.from, a.to, a.capacity);
+  // Building the network costs about as much per arc as a max-flow over it.
+  if (budget != nullptr) budget->spend(static_cast<std::int64_t>(2 * arcs.size()) + numVertices());
+  net.chargeTo(budget);
   return net;
+}
+
+bool PackingGraph::outOfBudget() const {
+  return budget != nullptr && budget->exhausted();
 }
 
 void PackingGraph::scale(Capacity factor) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "topology/topology.hpp"
+#include "treegen/budget.hpp"
 #include "treegen/flow_network.hpp"
 
 namespace blink::treegen {
@@ -38,6 +39,9 @@ struct PackingGraph {
   double unit_gbps = 1.0;
   // Why the unit is approximate, if it is ("" when exact).
   std::string unit_note;
+  // The account every max-flow network built from this graph charges (budget.hpp);
+  // nullptr: none. Algorithms on the graph stop at a safe point once it is spent.
+  Budget* budget = nullptr;
 
   int numVertices() const { return static_cast<int>(topo_vertex.size()); }
   bool isTerminal(int v) const { return v < num_terminals; }
@@ -47,6 +51,8 @@ struct PackingGraph {
   void scale(Capacity factor);
   // Adds a vertex (not a topology vertex: topo_vertex gets `sentinel`) and returns it.
   int addVirtualVertex();
+  // Whether the budget (if any) is spent.
+  bool outOfBudget() const;
 };
 
 inline constexpr topo::Vertex kVirtualVertex = static_cast<topo::Vertex>(-1);

@@ -175,7 +175,7 @@ void dropEmptyArcs(PackingGraph& g) {
 // split takes the most that keeps every requirement; without one (a proposal, to
 // be verified as a whole) it takes what the capacities allow.
 void splitVertex(PackingGraph& g, int s, SplitOracle* oracle) {
-  while (true) {
+  while (!g.outOfBudget()) {
     std::vector<int> in_arcs, out_arcs;
     std::map<int, Capacity> load;  // a_v + b_v: capacity between s and each neighbour
     Capacity total = 0;
@@ -265,6 +265,13 @@ bool splitAll(PackingGraph& g, int root, Capacity required, std::vector<std::str
                    [&](int x, int y) { return gpu_neighbours[x] > gpu_neighbours[y]; });
 
   for (int s : order) {
+    // Out of budget: the switches left stay, as vertices the trees must span.
+    if (g.outOfBudget()) {
+      if (unsplit != nullptr)
+        unsplit->push_back(topology.device(g.topo_vertex[s]).id + " (budget)");
+      complete = false;
+      continue;
+    }
     // Fast path: propose a complete splitting from capacities alone and verify it
     // once; most switches (symmetric NVSwitch stars) pass, and a failed proposal
     // costs one check. Otherwise split pair by pair with the oracle.
@@ -316,7 +323,11 @@ void splitOffSwitches(PackingGraph& g, int root, Capacity required,
   // splitting theorems need, and keep the better outcome.
   PackingGraph original = g;
   std::vector<std::string> first_unsplit;
-  if (splitAll(g, root, required, &first_unsplit, topology, false)) return;
+  if (splitAll(g, root, required, &first_unsplit, topology, false) || g.outOfBudget()) {
+    if (unsplit != nullptr)
+      unsplit->insert(unsplit->end(), first_unsplit.begin(), first_unsplit.end());
+    return;
+  }
   PackingGraph careful = std::move(original);
   std::vector<std::string> careful_unsplit;
   splitAll(careful, root, required, &careful_unsplit, topology, true);

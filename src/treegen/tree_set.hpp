@@ -35,6 +35,10 @@ struct TreeSet {
   double rate_gbps = 0.0;
   double bound_gbps = 0.0;
   double millis = 0.0;  // wall time of the packing
+  // The planning budget ran out (treegen.hpp, PackOptions): the trees are what was
+  // found by then, the rate possibly below what the method reaches (0: nothing).
+  bool budget_exhausted = false;
+  long long work = 0;  // budget units this packing spent (deterministic)
   std::vector<Tree> trees;
   std::vector<std::string> notes;  // why the rate is below the bound, approximations, ...
 };

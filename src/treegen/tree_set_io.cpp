@@ -37,6 +37,8 @@ std::string toJson(const TreeSet& set, const topo::Topology& topology) {
   doc["bound_gbps"] = set.bound_gbps;
   doc["rate_over_bound"] = ratio(set);
   doc["millis"] = set.millis;
+  doc["work"] = set.work;
+  doc["budget_exhausted"] = set.budget_exhausted;
   doc["notes"] = set.notes;
   json trees = json::array();
   for (const auto& tree : set.trees) {
@@ -84,7 +86,8 @@ std::string toText(const TreeSet& set, const topo::Topology& topology) {
   out << std::setprecision(6) << "rate " << set.rate_gbps << " GB/s, bound " << set.bound_gbps
       << " GB/s, rate/bound " << std::fixed << std::setprecision(6) << ratio(set)
       << std::defaultfloat << ", " << set.trees.size() << " trees, " << std::setprecision(3)
-      << set.millis << " ms\n";
+      << set.millis << " ms, " << set.work << " work units"
+      << (set.budget_exhausted ? " (budget exhausted)" : "") << "\n";
   for (const auto& note : set.notes) out << "note: " << note << "\n";
   return out.str();
 }

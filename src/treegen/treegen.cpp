@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -92,6 +94,53 @@ std::vector<Tree> toTrees(const topo::Topology& topology, const PackingGraph& g,
   return trees;
 }
 
+SharedBudget budgetFor(const PackOptions& options) {
+  if (options.budget) return options.budget;
+  return makeBudget(options.budget_ms > 0.0 ? options.budget_ms : defaultBudgetMillis());
+}
+
+// Records what the packing spent and, when the budget ran out, says so with the
+// rate reached against the bound.
+void settleBudget(TreeSet& set, const Budget& budget, std::int64_t spent_before,
+                  const std::string& what) {
+  set.work = budget.spent() - spent_before;
+  set.budget_exhausted = budget.exhausted();
+  if (!set.budget_exhausted) return;
+  std::ostringstream note;
+  note << "planning budget exhausted (" << budget.limit()
+       << " work units, BLINK_PLAN_BUDGET_MS or --budget-ms): " << set.rate_gbps << " of "
+       << set.bound_gbps << " GB/s";
+  if (set.rate_gbps <= 0.0) note << ", no usable trees";
+  if (budget.byClock()) {
+    note << "; cut by the wall-clock safety net, so ranks may disagree (a busy machine: raise "
+            "BLINK_PLAN_BUDGET_MS)";
+  }
+  set.notes.push_back(note.str());
+  // Once per process and message: a runtime plans every size of every collective.
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  const std::string line = "treegen: " + what + ": " + note.str();
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(line).second) BLINK_LOG(Warn, line);
+}
+
+Capacity totalMultiplicity(const std::vector<PackedTree>& packed) {
+  Capacity total = 0;
+  for (const auto& p : packed) total += p.multiplicity;
+  return total;
+}
+
+// The rate of an AllGather packing: each GPU's trees carry its share, and the
+// collective runs at the slowest GPU (0 when one roots no tree).
+double slowestRoot(const std::vector<Tree>& trees, int gpus) {
+  std::map<int, double> per_gpu;
+  for (const auto& t : trees) per_gpu[t.root_gpu] += t.weight_gbps;
+  if (per_gpu.size() < static_cast<std::size_t>(gpus)) return 0.0;
+  double rate = per_gpu.begin()->second;
+  for (const auto& [gpu, r] : per_gpu) rate = std::min(rate, r);
+  return rate;
+}
+
 void explainShortfall(TreeSet& set, const std::vector<std::string>& unsplit) {
   for (const auto& id : unsplit) {
     set.notes.push_back("switch " + id + " could not be split off; trees must span it");
@@ -119,6 +168,10 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
   set.root_gpu = root_gpu;
   PackingGraph g = buildPackingGraph(topology, options.links);
   const int root = packingIndexOfGpu(topology, g, root_gpu);
+  const SharedBudget budget = budgetFor(options);
+  const Budget::ActiveSpan active(*budget);
+  const std::int64_t spent_before = budget->spent();
+  g.budget = budget.get();
   if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
   if (g.num_terminals < 2) {
     set.notes.push_back("a single GPU: there is nothing to move");
@@ -139,18 +192,23 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
   explainShortfall(set, unsplit);
   std::vector<int> span = spanOf(g, root);
   const Capacity reachable = minConnectivity(g, root, span);
+  set.rate_gbps = 0.0;
   if (options.method == Method::Exact) {
-    set.trees = toTrees(topology, g, packArborescences(g, root, span, reachable), root);
-    set.rate_gbps = static_cast<double>(reachable) * g.unit_gbps;
+    const std::vector<PackedTree> packed = packArborescences(g, root, span, reachable);
+    set.trees = toTrees(topology, g, packed, root);
+    set.rate_gbps = static_cast<double>(totalMultiplicity(packed)) * g.unit_gbps;
   } else {
     MwuResult mwu = packMwu(g, root, span, options.epsilon);
     set.trees = toTrees(topology, g, mwu.trees, root);
-    for (auto& t : set.trees) t.weight_gbps *= mwu.scale;
-    set.rate_gbps = 0.0;
-    for (const auto& t : set.trees) set.rate_gbps += t.weight_gbps;
+    for (auto& t : set.trees) {
+      t.weight_gbps *= mwu.scale;
+      set.rate_gbps += t.weight_gbps;
+    }
   }
-  if (options.minimize) minimizeTrees(set, options.tolerance);
+  if (options.minimize) minimizeTrees(set, options.tolerance, budget.get());
   set.millis = millisSince(start);
+  settleBudget(set, *budget, spent_before,
+               "broadcast from GPU " + std::to_string(root_gpu) + " on " + topology.name());
   BLINK_LOG(Info, "treegen: broadcast from GPU " << root_gpu << " on " << topology.name() << ": "
                                                  << set.trees.size() << " trees, " << set.rate_gbps
                                                  << " of " << set.bound_gbps << " GB/s ("
@@ -171,6 +229,10 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
     set.millis = millisSince(start);
     return set;
   }
+  const SharedBudget budget = budgetFor(options);
+  const Budget::ActiveSpan active(*budget);
+  const std::int64_t spent_before = budget->spent();
+  g.budget = budget.get();
   std::vector<int> weakest;
   RationalRate lambda = allGatherBound(g, &weakest);
   set.bound_gbps = lambda.gbps(g.unit_gbps);
@@ -208,7 +270,7 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
   if (!fits(per_root)) {
     set.notes.push_back("the switches that could not be split off limit the rate");
     Capacity lo = 0, hi = per_root;
-    while (hi - lo > 1) {
+    while (hi - lo > 1 && !g.outOfBudget()) {
       Capacity mid = lo + (hi - lo) / 2;
       (fits(mid) ? lo : hi) = mid;
     }
@@ -216,24 +278,23 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
   }
   feedAll(per_root);
   if (options.method == Method::Exact) {
-    set.trees =
-        toTrees(topology, g, packArborescences(g, sigma, span, per_root * g.num_terminals), sigma);
-    set.rate_gbps = static_cast<double>(per_root) * g.unit_gbps;
+    const Capacity required_total = per_root * g.num_terminals;
+    const std::vector<PackedTree> packed = packArborescences(g, sigma, span, required_total);
+    set.trees = toTrees(topology, g, packed, sigma);
+    // A packing the budget cut short need not give every root the same rate.
+    set.rate_gbps = totalMultiplicity(packed) == required_total
+                        ? static_cast<double>(per_root) * g.unit_gbps
+                        : slowestRoot(set.trees, g.num_terminals);
   } else {
     MwuResult mwu = packMwu(g, sigma, span, options.epsilon);
     set.trees = toTrees(topology, g, mwu.trees, sigma);
+    for (auto& t : set.trees) t.weight_gbps *= mwu.scale;
     // MWU need not give every root the same rate: the collective runs at the slowest.
-    std::map<int, double> per_gpu;
-    for (auto& t : set.trees) {
-      t.weight_gbps *= mwu.scale;
-      per_gpu[t.root_gpu] += t.weight_gbps;
-    }
-    set.rate_gbps = per_gpu.empty() ? 0.0 : per_gpu.begin()->second;
-    for (const auto& [gpu, rate] : per_gpu) set.rate_gbps = std::min(set.rate_gbps, rate);
-    if (per_gpu.size() < static_cast<std::size_t>(g.num_terminals)) set.rate_gbps = 0.0;
+    set.rate_gbps = slowestRoot(set.trees, g.num_terminals);
   }
-  if (options.minimize) minimizeTrees(set, options.tolerance);
+  if (options.minimize) minimizeTrees(set, options.tolerance, budget.get());
   set.millis = millisSince(start);
+  settleBudget(set, *budget, spent_before, "allgather on " + topology.name());
   BLINK_LOG(Info, "treegen: allgather on "
                       << topology.name() << ": " << set.trees.size() << " trees, " << set.rate_gbps
                       << " of " << set.bound_gbps << " GB/s per GPU (" << set.method << ", "

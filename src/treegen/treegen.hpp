@@ -8,6 +8,7 @@
 #include <string>
 
 #include "topology/topology.hpp"
+#include "treegen/budget.hpp"
 #include "treegen/tree_set.hpp"
 
 namespace blink::treegen {
@@ -26,6 +27,14 @@ struct PackOptions {
   std::set<topo::LinkKind> links;  // link kinds trees may use; empty = all
   bool minimize = false;           // reduce the tree count afterwards (see minimize.hpp)
   double tolerance = 0.0;          // rate the minimisation may give up, as a fraction
+  // The work allowed (budget.hpp): `budget` when set, an account several packings
+  // share (one planning call's); else budget_ms (0: BLINK_PLAN_BUDGET_MS) per packing.
+  // Past it a packing returns what it has (TreeSet::budget_exhausted): the exact
+  // packer the trees finished so far, MWU its current packing scaled to fit, the
+  // minimisation the trees it has not yet merged. The rate may then be below the
+  // bound, or 0 when nothing usable was found.
+  double budget_ms = 0.0;
+  SharedBudget budget;
 };
 
 // Broadcast from `root_gpu` (its gpu_index); Reduce uses the same trees reversed.

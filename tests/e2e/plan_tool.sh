@@ -53,4 +53,48 @@ run --topo dgx1-v100 --method mwu --epsilon 2; [ $? -eq 2 ] || fail "--epsilon 2
 run --topo dgx1-v100 --links warp; [ $? -eq 2 ] || fail "--links warp should exit 2"
 run --topo dgx1-v100 --collective alltoall; [ $? -eq 2 ] || fail "--collective alltoall should exit 2"
 run --topo nowhere.json; [ $? -eq 1 ] || fail "a missing topology file should exit 1"
+run --topo dgx1-v100 --budget-ms 0; [ $? -eq 2 ] || fail "--budget-ms 0 should exit 2"
+run --topo dgx1-v100 --budget-ms soon; [ $? -eq 2 ] || fail "--budget-ms soon should exit 2"
+grep -q -- "--budget-ms" "$work/err" || fail "no message naming --budget-ms"
+"$plan" --help | grep -q -- "--budget-ms" || fail "--help does not document --budget-ms"
+
+# A file with an absurd bandwidth or lane count: exit 1, naming the file and the field.
+links() { echo '{"format": "blink-topology", "version": 1, "devices": [{"id": "a", "kind": "gpu"},'\
+  '{"id": "b", "kind": "gpu"}], "links": [{"from": "a", "to": "b", "kind": "nvlink", '"$1"'}]}'; }
+links '"gbps": 25e6' >"$work/fast.json"
+run --topo "$work/fast.json"; [ $? -eq 1 ] || fail "a bandwidth of 25e6 GB/s should exit 1"
+grep -q "fast.json: links\[0\].gbps: .*0.001..10000" "$work/err" || fail "no message naming fast.json and gbps"
+links '"gbps": 25, "multiplicity": 5000' >"$work/wide.json"
+run --topo "$work/wide.json"; [ $? -eq 1 ] || fail "5000 lanes should exit 1"
+grep -q "wide.json: links\[0\].multiplicity: expected 1..1024" "$work/err" || fail "no message for 5000 lanes"
+
+# A complete graph of 64 GPUs (an NVSwitch-like domain): the packing stops at its
+# budget, says so, keeps what it found, and finds the same again (ranks compare plans).
+{
+  printf '{"format": "blink-topology", "version": 1, "name": "k64", "devices": ['
+  for ((i = 0; i < 64; i++)); do printf '%s{"id": "gpu%d", "kind": "gpu"}' "$([ $i -gt 0 ] && echo ,)" $i; done
+  printf '], "links": ['
+  sep=""
+  for ((i = 0; i < 64; i++)); do for ((j = i + 1; j < 64; j++)); do
+    printf '%s{"from": "gpu%d", "to": "gpu%d", "kind": "nvlink", "gbps": 25, "duplex": true}' "$sep" $i $j
+    sep=,
+  done; done
+  printf ']}\n'
+} >"$work/k64.json"
+for collective in broadcast allgather; do
+  for attempt in 1 2; do
+    run --topo "$work/k64.json" --collective $collective --budget-ms 100 --format json \
+      || fail "k64 $collective exited $?"
+    cp "$work/out" "$work/k64.$attempt.json"
+  done
+  "$py" - "$work/k64.1.json" "$work/k64.2.json" <<'PY' || fail "k64 $collective under a budget"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["budget_exhausted"] is True, a["notes"]
+assert a["rate_gbps"] < a["bound_gbps"], (a["rate_gbps"], a["bound_gbps"])
+assert any("planning budget exhausted" in n for n in a["notes"]), a["notes"]
+if not any("safety net" in n for n in a["notes"] + b["notes"]):  # the clock is not deterministic
+    assert (a["trees"], a["rate_gbps"], a["work"]) == (b["trees"], b["rate_gbps"], b["work"])
+PY
+done
 echo "plan_tool: OK"

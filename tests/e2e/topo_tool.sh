@@ -38,6 +38,16 @@ grep -q "known: dgx1-p100" "$work/err" || fail "unknown zoo name does not list t
 run show --topo /nonexistent.json; [ $? -eq 1 ] || fail "missing file should exit 1"
 run show --topo dgx1-v100 --gpus 0,9; [ $? -eq 1 ] || fail "GPU outside the machine should exit 1"
 grep -q "GPU 9 is not in topology" "$work/err" || fail "no message for GPU 9"
+run show --topo dgx1-v100 --gpus 0,1,1; [ $? -eq 1 ] || fail "a repeated GPU should exit 1"
+grep -q "1 repeats" "$work/err" || fail "no message for a repeated GPU"
+BLINK_TOPO=dgx1-v100 BLINK_TOPO_GPUS=2,2 "$topo" show >"$work/out" 2>"$work/err"
+[ $? -eq 1 ] || fail "a repeated GPU in BLINK_TOPO_GPUS should exit 1"
+grep -q "BLINK_TOPO_GPUS" "$work/err" || fail "no message naming BLINK_TOPO_GPUS"
+printf '%s\n' '{"format": "blink-topology", "version": 1, "devices": [{"id": "a", "kind": "gpu"},' \
+  '{"id": "b", "kind": "gpu"}], "links": [{"from": "a", "to": "b", "kind": "pcie", "gbps": 0}]}' \
+  >"$work/slow.json"
+run show --topo "$work/slow.json"; [ $? -eq 1 ] || fail "a bandwidth of 0 should exit 1"
+grep -q "slow.json: links\[0\].gbps: " "$work/err" || fail "no message naming slow.json and gbps"
 echo '{"format": "blink-topology", "version": 1, "devices": [' >"$work/trunc.json"
 run show --topo "$work/trunc.json"; [ $? -eq 1 ] || fail "truncated file should exit 1"
 grep -q "trunc.json: line " "$work/err" || fail "truncated file error lacks file and line"

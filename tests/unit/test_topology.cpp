@@ -1,6 +1,8 @@
 // The model: construction rules, allocation views, link-kind filters, the link table.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.hpp"
 #include "topology/link_table.hpp"
 #include "topology/topology_text.hpp"
@@ -52,6 +54,14 @@ TEST(Topology, RejectsBadLinks) {
   bad = ok;
   bad.multiplicity = 0;
   EXPECT_EQ(statusOf([&] { t.addLink(b, a, bad); }), blinkInvalidInput);
+  for (double gbps : {2e4, 1e-4, 0.0, std::nan("")}) {
+    bad = ok;
+    bad.gbps = gbps;
+    EXPECT_EQ(statusOf([&] { t.addLink(b, a, bad); }), blinkInvalidInput) << gbps;
+  }
+  bad = ok;
+  bad.multiplicity = kMaxLanes + 1;
+  EXPECT_EQ(statusOf([&] { t.addLink(b, a, bad); }), blinkInvalidInput);
   bad = ok;
   bad.latency_us = -0.1;
   EXPECT_EQ(statusOf([&] { t.addLink(b, a, bad); }), blinkInvalidInput);
@@ -60,6 +70,22 @@ TEST(Topology, RejectsBadLinks) {
   EXPECT_EQ(statusOf([&] { t.addLink(a, b, pcie); }), blinkSuccess);
   EXPECT_EQ(t.linksBetween(a, b).size(), 2u);
   EXPECT_EQ(t.linksBetween(b, a).size(), 0u);  // directed
+}
+
+TEST(Topology, AllocationViewRejectsRepeatedAndUnknownGpus) {
+  Topology full = makeZooTopology("dgx1-v100", LinkTable::builtin());
+  auto messageOf = [&](const std::vector<int>& gpus) -> std::string {
+    try {
+      full.restrictToGpus(gpus);
+    } catch (const blink::Error& e) {
+      EXPECT_EQ(e.status(), blinkInvalidInput);
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(messageOf({0, 1, 1}).find("GPU 1 is listed twice"), std::string::npos);
+  EXPECT_NE(messageOf({0, 8}).find("GPU 8 is not in topology 'dgx1-v100' (it has 8 GPUs)"),
+            std::string::npos);
 }
 
 TEST(Topology, AllocationViewKeepsOnlyTheJobsGpus) {
@@ -134,7 +160,8 @@ TEST(LinkTable, OverridesAreValidated) {
   table.applyOverrides("nvlink2=22.5,pcie3x16=12");
   EXPECT_DOUBLE_EQ(table.get("nvlink2").gbps, 22.5);
   EXPECT_DOUBLE_EQ(table.get("pcie3x16").gbps, 12.0);
-  for (const char* bad : {"nvlink9=1", "nvlink2", "nvlink2=-1", "nvlink2=abc", "nvlink2=0"}) {
+  for (const char* bad : {"nvlink9=1", "nvlink2", "nvlink2=-1", "nvlink2=abc", "nvlink2=0",
+                          "nvlink2=25e9", "nvlink2=0.0001"}) {
     EXPECT_EQ(statusOf([&] { table.applyOverrides(bad); }), blinkInvalidInput) << bad;
   }
 }

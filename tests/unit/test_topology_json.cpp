@@ -104,6 +104,27 @@ TEST(TopologyJson, NegativeBandwidth) {
   EXPECT_NE(err.find("must be positive"), std::string::npos) << err;
 }
 
+TEST(TopologyJson, AbsurdBandwidthsNameTheFileAndTheField) {
+  for (const char* gbps : {"100000", "0.0001", "1e300"}) {
+    std::string err = errorOf(kHead + R"({"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}],
+      "links": [{"from": "a", "to": "b", "kind": "nvlink", "gbps": )" +
+                              gbps + "}]}");
+    EXPECT_EQ(err.rfind("test.json: links[0].gbps: ", 0), 0u) << err;
+    EXPECT_NE(err.find("0.001..10000 GB/s"), std::string::npos) << err;
+  }
+}
+
+TEST(TopologyJson, AbsurdLaneCountsNameTheFileAndTheField) {
+  for (const char* lanes : {"0", "-3", "1025", "1000000"}) {
+    std::string err = errorOf(kHead + R"({"id": "a", "kind": "gpu"}, {"id": "b", "kind": "gpu"}],
+      "links": [{"from": "a", "to": "b", "kind": "nvlink", "gbps": 25, "multiplicity": )" +
+                              lanes + "}]}");
+    EXPECT_EQ(err.rfind("test.json: links[0].multiplicity: ", 0), 0u) << err;
+    EXPECT_NE(err.find("expected 1..1024 lanes, got " + std::string(lanes)), std::string::npos)
+        << err;
+  }
+}
+
 TEST(TopologyJson, DanglingLink) {
   std::string err = errorOf(kHead + R"({"id": "a", "kind": "gpu"}],
       "links": [{"from": "a", "to": "gpu9", "generation": "nvlink2"}]})");
