@@ -14,9 +14,9 @@
 # the segments of tests running alongside), and every mpirun is bounded by `timeout`.
 # Before the first case the script plants a segment as a rank killed during set-up
 # would leave it (its creator's pid has ended): the first job must remove it.
-# A case is SIGNAL:COLLECTIVE:ALGO:NP:NODES, e.g. stop:allreduce:direct:3:1; with
-# NODES > 1, rank r runs as node r % NODES (BLINK_NODE_ID), so plans cross emulated
-# nodes over PMPI.
+# A case is SIGNAL:COLLECTIVE:ALGO:NP:NODES[:VARIABLE=VALUE], e.g.
+# stop:allreduce:direct:3:1:BLINK_SHM_STAGING_BYTES=0; with NODES > 1, rank r runs as
+# node r % NODES (BLINK_NODE_ID), so plans cross emulated nodes over PMPI.
 # Usage: fault_injection.sh PROGRAM CASE... -- MPIEXEC [MPIEXEC_FLAGS...]
 set -euo pipefail
 program=$1
@@ -111,15 +111,17 @@ leads_to_victim() {
 }
 
 run_case() {
-  local signal collective algo nodes
-  IFS=: read -r signal collective algo np nodes <<<"$current"
+  local signal collective algo nodes setting
+  IFS=: read -r signal collective algo np nodes setting <<<"$current"
+  local extra=()
+  [[ -z $setting ]] || extra=(-x "$setting")
   dir=$(mktemp -d "$work/case.XXXXXX")
   victim=$((np - 1))
   local started
   started=$(now)
   # shellcheck disable=SC2016  # expanded by the inner shell, once per rank
   timeout -k 5 $job_limit_s "$mpiexec" "${flags[@]}" -np "$np" \
-    -x BLINK_TIMEOUT_S=$timeout_s -x BLINK_ALGO="$algo" \
+    -x BLINK_TIMEOUT_S=$timeout_s -x BLINK_ALGO="$algo" "${extra[@]+"${extra[@]}"}" \
     sh -c 'if [ "$0" -gt 1 ]; then export BLINK_NODE_ID=node$((OMPI_COMM_WORLD_RANK % $0)); fi
            exec "$@"' "$nodes" \
     "$program" "$dir" "$collective" "$bytes" "$linger_s" >"$dir/stdout" 2>"$dir/stderr" &
