@@ -18,8 +18,12 @@
 
 static void writeFile(const char* dir, const char* what, int rank, const char* text) {
   char path[4096];
-  char temporary[4096];
-  snprintf(path, sizeof path, "%s/%s.%d", dir, what, rank);
+  char temporary[sizeof path + 8];
+  const int length = snprintf(path, sizeof path, "%s/%s.%d", dir, what, rank);
+  if (length < 0 || (size_t)length >= sizeof path) {
+    fprintf(stderr, "%s: path too long\n", dir);
+    exit(2);
+  }
   snprintf(temporary, sizeof temporary, "%s.tmp", path);
   FILE* f = fopen(temporary, "w");
   if (f == NULL) {
