@@ -4,7 +4,8 @@
 # BLINK_ALGO forced, BLINK_TIMEOUT_S=3) and, once every rank has finished a call,
 # signals the last rank:
 #   stop: every other rank returns blinkTimeout within BLINK_TIMEOUT_S + 2 s of the
-#         signal, with a message naming the rank it waited for: the stopped rank, or
+#         signal, with a message naming the bytes, the channel (or the direct path's
+#         mechanism) and the rank it waited for: the stopped rank, or
 #         a survivor whose own message leads there (a rank waiting on a rank that
 #         waits on the stopped one names its neighbour), and at least one names the
 #         stopped rank; then the stopped rank is killed and mpirun returns.
@@ -138,6 +139,10 @@ run_case() {
       read -r status at message <"$dir/result.$r"
       [[ $status == 5 ]] || fail "rank $r ended with status $status, not blinkTimeout: $message"
       leads_to_victim "$r" || fail "rank $r's message leads to no stopped rank: $message"
+      # The bytes, and where they were to move: a plan's channel and transport, or
+      # the direct path's mechanism.
+      [[ $message =~ [0-9]+\ bytes && ($message =~ on\ channel\ [0-9]+\ via\ (shm|pmpi) ||
+        $message == *"(direct path, "*) ]] || fail "rank $r names no bytes or channel: $message"
       latest=$(awk -v a="$at" -v b="$signalled" -v m="$latest" 'BEGIN { print (a - b > m ? a - b : m) }')
       if later_than "$at" "$signalled" "$late_s"; then
         fail "rank $r timed out $(awk -v a="$at" -v b="$signalled" 'BEGIN { print a - b }') s \
