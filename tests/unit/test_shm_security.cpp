@@ -91,6 +91,20 @@ TEST(ShmSecurity, ASegmentAnotherUserMadeIsRefused) {
   shm_unlink(name.c_str());
 }
 
+// To squat a name, another user must create it before Blink does: the name's last
+// part is 128 bits from getrandom, so there is nothing to predict (and create()
+// uses O_EXCL: a name that exists already fails, it is never opened instead).
+TEST(ShmSecurity, NamesCannotBeClaimedInAdvance) {
+  ShmSegment a = ShmSegment::create(4096), b = ShmSegment::create(4096);
+  for (const std::string& name : {a.name(), b.name()}) {
+    const std::string random = name.substr(name.rfind('-') + 1);
+    EXPECT_EQ(random.size(), 2 * ShmSegment::kRandomBytes) << name;
+    EXPECT_EQ(random.find_first_not_of("0123456789abcdef"), std::string::npos) << name;
+  }
+  EXPECT_EQ(ShmSegment::kRandomBytes * 8, 128u);
+  EXPECT_NE(a.name().substr(a.name().rfind('-')), b.name().substr(b.name().rfind('-')));
+}
+
 // A stale-looking name of another user (its "creator" is dead) stays: the sweep
 // removes only the names of its own user.
 TEST(ShmSecurity, TheSweepLeavesOtherUsersNamesAlone) {
