@@ -3,7 +3,7 @@
 # configures, builds and runs ctest. Exits non-zero on any failure.
 #
 # Usage: scripts/test.sh [-L LABEL] [-R REGEX] [--help]
-#   -L LABEL   only tests with this label: unit, mpi, e2e or lint
+#   -L LABEL   only tests with this label: unit, mpi, e2e, fault or lint
 #   -R REGEX   only tests whose name matches
 # Environment: BLINK_BUILD_DIR (default build/), BLINK_BUILD_JOBS (default nproc),
 #              BLINK_SANITIZE=address|undefined|thread (a separate build-<sanitizer>/ tree).

@@ -1,8 +1,12 @@
 // ShmSegment: a segment created here is private (mode 0600), visible to a second
 // mapping, and gone from /dev/shm once unlinked or destroyed; one larger than
-// /dev/shm can hold is refused when it is made, not with SIGBUS at the first touch.
+// /dev/shm can hold is refused when it is made, not with SIGBUS at the first touch;
+// a name left by a process that died before unlinking it is removed later, and one
+// whose creator lives is kept.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +14,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <regex>
 #include <string>
 
 #include "common/error.hpp"
@@ -80,6 +85,74 @@ TEST(ShmSegment, MoreThanDevShmHoldsIsRefusedAtOnce) {
   if (WEXITSTATUS(status) == kNoNamespace) GTEST_SKIP() << "no mount namespace here (needs root)";
   EXPECT_NE(WEXITSTATUS(status), kMade) << "1 MiB was made in a 64 KiB /dev/shm";
   EXPECT_EQ(WEXITSTATUS(status), kRefused);
+}
+
+TEST(ShmSegment, NamesCarryTheCreatorAndHundredTwentyEightRandomBits) {
+  ShmSegment a = ShmSegment::create(4096), b = ShmSegment::create(4096);
+  const std::regex form("/blink-([0-9]+)-([0-9]+)-([0-9a-f]+)");
+  std::smatch parts;
+  ASSERT_TRUE(std::regex_match(a.name(), parts, form)) << a.name();
+  EXPECT_EQ(parts[1].str(), std::to_string(getpid()));
+  struct stat ns {};
+  ASSERT_EQ(stat("/proc/self/ns/pid", &ns), 0);
+  EXPECT_EQ(parts[2].str(), std::to_string(ns.st_ino));
+  EXPECT_EQ(ShmSegment::kRandomBytes, 16u);
+  EXPECT_EQ(parts[3].length(), 2 * ShmSegment::kRandomBytes) << "128 random bits in hex";
+  EXPECT_LT(a.name().size(), ShmSegment::kMaxNameBytes);
+  EXPECT_NE(a.name(), b.name());
+}
+
+// A child creates a segment and ends without unlinking it (as a rank killed during
+// set-up would): the name stays until a process of the same user sweeps it.
+TEST(ShmSegment, ANameOutlivingItsCreatorIsRemoved) {
+  int pipe_ends[2];
+  ASSERT_EQ(pipe(pipe_ends), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_ends[0]);
+    ShmSegment* leaked = new ShmSegment(ShmSegment::create(4096));
+    const std::string& name = leaked->name();
+    const bool written =
+        write(pipe_ends[1], name.c_str(), name.size()) == static_cast<ssize_t>(name.size());
+    _exit(written ? 0 : 1);  // no destructor: the name stays in /dev/shm
+  }
+  close(pipe_ends[1]);
+  char buffer[ShmSegment::kMaxNameBytes] = {};
+  const ssize_t got = read(pipe_ends[0], buffer, sizeof buffer - 1);
+  close(pipe_ends[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(got, 0);
+  const std::string stale(buffer);
+  ASSERT_TRUE(existsInDevShm(stale)) << stale;
+
+  // Not the count: another Blink process of this user (a test alongside) may sweep first.
+  ShmSegment::removeStaleSegments();
+  EXPECT_FALSE(existsInDevShm(stale)) << stale;
+  ShmSegment live = ShmSegment::create(4096);  // this process lives: its name stays
+  ShmSegment::removeStaleSegments();
+  EXPECT_TRUE(existsInDevShm(live.name())) << live.name();
+}
+
+// Files that only look like Blink's, or whose creator may still run, are left alone.
+TEST(ShmSegment, OtherNamesInDevShmAreLeftAlone) {
+  struct stat ns {};
+  ASSERT_EQ(stat("/proc/self/ns/pid", &ns), 0);
+  const std::string random(2 * ShmSegment::kRandomBytes, 'a');
+  const std::string pid = std::to_string(getpid()), nsid = std::to_string(ns.st_ino);
+  // pid 1 always runs; a namespace that is not this one; a malformed random part.
+  for (const std::string& name :
+       {"/blink-1-" + nsid + "-" + random, "/blink-" + pid + "1-1-" + random,
+        "/blink-999999999-" + nsid + "-xyz", std::string("/blink-not-a-segment")}) {
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
+    close(fd);
+    ShmSegment::removeStaleSegments();
+    EXPECT_TRUE(existsInDevShm(name)) << name;
+    shm_unlink(name.c_str());
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // One shared-memory segment for every rank of a node: rank 0 creates it, every
-// rank maps it, and the name is removed once all have (so a crash leaves nothing
-// in /dev/shm). Used by the small shared structures (the one-shot board, the direct
-// path's control lines); the transport's FIFOs need one segment per sender.
+// rank maps it, and the name is removed once all have (a crash after that leaves
+// nothing in /dev/shm; ShmSegment sweeps a name left by one before). Used by the
+// small shared structures (the one-shot board, the direct path's control lines);
+// the transport's FIFOs need one segment per sender.
 #pragma once
 
 #include <mpi.h>

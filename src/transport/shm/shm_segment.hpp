@@ -1,9 +1,10 @@
 // One POSIX shared-memory segment, mapped into this process. Segments are created
-// with mode 0600 under unguessable names (the creator's pid and 128 random bits),
-// and their pages are faulted in when mapped: a page fault costs tens of
-// microseconds on some VMs, which must not land inside a collective. The creator
-// unlinks the name once every peer has mapped it, so a crash leaves nothing in
-// /dev/shm.
+// with mode 0600 under unguessable names, /blink-PID-PIDNS-RANDOM (the creator's pid,
+// its pid namespace and 128 random bits in hex), and their pages are faulted in when
+// mapped: a page fault costs tens of microseconds on some VMs, which must not land
+// inside a collective. The creator unlinks the name once every peer has mapped it;
+// a creator killed before that leaves the name behind, and the next process of the
+// same user that creates a segment removes it.
 #pragma once
 
 #include <cstddef>
@@ -13,11 +14,19 @@ namespace blink::transport {
 
 class ShmSegment {
  public:
+  static constexpr std::size_t kRandomBytes = 16;   // of a name, so 128 bits
+  static constexpr std::size_t kMaxNameBytes = 64;  // names are shorter, with the NUL
+
   ShmSegment() = default;
   // A new segment of `bytes` bytes (zero-filled), named name(). Throws blink::Error.
   static ShmSegment create(std::size_t bytes);
-  // Maps the existing segment `name`, all of it. Throws blink::Error.
+  // Maps the existing segment `name`, all of it. Throws blink::Error, also where
+  // another user owns it.
   static ShmSegment open(const std::string& name);
+  // Removes the names in /dev/shm that this user's processes of this pid namespace
+  // created and that outlived them; returns how many. create() calls it once per
+  // process.
+  static std::size_t removeStaleSegments();
 
   ~ShmSegment();
   ShmSegment(ShmSegment&& other) noexcept;

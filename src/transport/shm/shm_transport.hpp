@@ -5,7 +5,8 @@
 // cache lines say how many slots were written and consumed.
 //
 // Segments are created with mode 0600 under unguessable names and unlinked as
-// soon as every peer has mapped them, so a crash leaves nothing in /dev/shm.
+// soon as every peer has mapped them, so a crash after set-up leaves nothing in
+// /dev/shm (ShmSegment sweeps a name left by one during set-up).
 //
 // Single copy. A message of at least ShmOptions::single_copy_min_bytes takes one
 // slot for a descriptor (its address in the sender) and the receiver reads it
