@@ -56,6 +56,9 @@ run() {
     plan) cat "$here/topology_json.dict" "$here/nccl_xml.dict" >"$dictionary" ;;
     *) cp "$here/$target.dict" "$dictionary" ;;
   esac
+  # Readers warn about odd but acceptable files; thousands of inputs a second would
+  # bury libFuzzer's own report in them.
+  export BLINK_DEBUG=NONE
   # -timeout: an input that takes 10 s is a hang; -max_len: room for the largest seed
   # (the zoo's exports) to be mutated; leaks are findings too (ASan's default).
   "$binary" "$work" "$here/corpus/$target" "$here/regressions/$target" \
