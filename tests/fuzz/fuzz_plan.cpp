@@ -2,11 +2,14 @@
 // call parameters followed by a topology, Blink JSON (first non-blank character
 // '{') or NCCL XML (anything else):
 //   byte 0: the collective (mod 5: broadcast, reduce, allgather, reducescatter,
-//           allreduce); byte 1: the root rank (mod the GPU count);
+//           allreduce), then (byte 0 / 5) bit 0: pack with the paper's MWU instead
+//           of the exact method, bit 1: minimise the tree count (tolerance 0.05);
+//   byte 1: the root rank (mod the GPU count);
 //   bytes 2-3: the element count per rank segment, 1 + (big-endian value mod 4096).
 // The planner builds every candidate (packed trees, hierarchical, ring, double
 // binary tree), simulates them and keeps the fastest; the symbolic executor must
-// then prove the chosen plan computes its collective. Planning may refuse a
+// then prove that the chosen plan, and each of Blink's own candidates, computes its
+// collective. Planning may refuse a
 // topology it cannot serve (unreachable GPUs, ...) with a blink::Error, but never
 // with blinkInternalError, which marks a broken invariant.
 //
@@ -16,6 +19,8 @@
 // -timeout.
 #include <cctype>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "fuzz_support.hpp"
 #include "plan/planner.hpp"
@@ -64,13 +69,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint64_t elements = 1 + ((std::uint64_t{data[2]} << 8 | data[3]) % kMaxElements);
   const bool segmented =
       collective == plan::Collective::AllGather || collective == plan::Collective::ReduceScatter;
-  const plan::PlannerOptions options;
+  plan::PlannerOptions options;
+  const unsigned packing = data[0] / std::size(kCollectives);
+  if (packing & 1u) options.pack.method = treegen::Method::Mwu;
+  if (packing & 2u) {
+    options.pack.minimize = true;
+    options.pack.tolerance = 0.05;
+  }
   const std::uint64_t bytes =
       elements * static_cast<std::uint64_t>(options.lower.element_size) * (segmented ? gpus : 1);
 
   plan::Choice choice;
+  std::vector<std::pair<plan::Plan, double>> blink_plans;
   try {
     choice = plan::choosePlan(collective, *topology, bytes, root_rank, options);
+    // The baselines often win at these sizes; Blink's own plans must be right too.
+    // (The trees come from the cache the first call filled.)
+    blink_plans = plan::blinkCandidates(collective, *topology, bytes, root_rank, options);
   } catch (const Error& e) {
     if (e.status() == blinkInternalError) {
       fuzz::finding(std::string("planning broke an invariant: ") + e.what() + "\n" +
@@ -82,6 +97,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!proof.ok) {
     fuzz::finding("the planner chose a wrong plan (" + choice.why + "): " + proof.error + "\n" +
                   fuzz::describe(*topology));
+  }
+  for (const auto& [candidate, seconds] : blink_plans) {
+    const plan::SymbolicResult candidate_proof = plan::runSymbolic(candidate);
+    if (!candidate_proof.ok) {
+      fuzz::finding("the planner's candidate " + candidate.algorithm +
+                    " is wrong: " + candidate_proof.error + "\n" + fuzz::describe(*topology));
+    }
   }
   // One GPU moves nothing; any more must take some time.
   if (!std::isfinite(choice.seconds) || choice.seconds < 0.0 ||

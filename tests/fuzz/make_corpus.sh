@@ -31,6 +31,9 @@ plan_seed allreduce-dgx1v '\004\000\017\377' --topo dgx1-v100
 plan_seed allreduce-dgxa100-4 '\004\001\000\001' --topo dgx-a100 --gpus 0,1,2,3
 plan_seed broadcast-hgx-h100 '\000\002\000\200' --topo hgx-h100
 plan_seed allreduce-2nodes '\004\000\000\100' --topo dgx1-v100:2 --gpus 0,1,8,9
+plan_seed broadcast-mwu-dgx1v '\005\000\000\100' --topo dgx1-v100 --gpus 0,1,2,4,5
+plan_seed allreduce-minimize-dgx1p '\016\000\001\000' --topo dgx1-p100
+plan_seed allgather-mwu-minimize-a100 '\021\000\000\010' --topo dgx-a100 --gpus 0,1,2
 for seed in "$here"/corpus/nccl_xml/fixture-*.xml; do
   name=$(basename "$seed" .xml)
   { printf '\004\000\000\100'; cat "$seed"; } > "$plan/xml-allreduce-$name"
