@@ -19,7 +19,7 @@ root=$(cd "$here/../.." && pwd)
 build_dir=$root/build-fuzz
 targets=(topology_json nccl_xml plan)
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
 if [ "${1:-}" = "--build-dir" ]; then
   [ "$#" -ge 2 ] || { usage >&2; exit 2; }
