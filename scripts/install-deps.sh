@@ -38,6 +38,7 @@ packages=(
   graphviz
   python3-mpi4py python3-numpy python3-matplotlib
   clang-format
+  clang libclang-rt-dev  # libFuzzer, for the fuzz tests (tests/fuzz)
 )
 
 missing=()

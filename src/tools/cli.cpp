@@ -66,6 +66,11 @@ int runTool(const std::string& tool, int argc, char** argv, std::set<std::string
   } catch (const Error& e) {
     std::cerr << tool << ": " << e.what() << "\n";
     return kFailure;
+  } catch (const std::exception& e) {
+    // A bug, not bad input (inputs are rejected with blink::Error): still a message
+    // and an exit code, never an abort.
+    std::cerr << tool << ": internal error (please report it): " << e.what() << "\n";
+    return kFailure;
   }
 }
 

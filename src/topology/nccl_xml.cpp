@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -542,10 +543,93 @@ Topology importDocument(const pt::ptree& document, const std::string& origin,
   return Builder(origin, table).build(cpus);
 }
 
+// The offset of the first byte that does not belong to well-formed UTF-8, or npos.
+// Every name the file gives ends up in the topology, which Blink writes as JSON (the
+// tree cache's key, blink-topo export), and JSON holds UTF-8 only.
+std::size_t firstInvalidUtf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::size_t length = lead < 0x80           ? 1
+                         : (lead >> 5) == 0x6  ? 2
+                         : (lead >> 4) == 0xe  ? 3
+                         : (lead >> 3) == 0x1e ? 4
+                                               : 0;
+    if (length == 0 || i + length > text.size()) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+// Boost's XML parser (rapidxml) and the ptree it builds recurse once per nested
+// element: tens of thousands of them overflow the stack (about 24000 in an 8 MiB
+// one), a crash instead of an error. NCCL's files nest fewer than ten deep.
+constexpr int kMaxXmlDepth = 64;
+
+// The offset of the first element nested deeper than kMaxXmlDepth, or npos. Skips
+// what may hold '<' or '>' without being a tag: quoted attribute values, comments,
+// CDATA, processing instructions and declarations.
+std::size_t firstTooDeep(std::string_view xml) {
+  int depth = 0;
+  std::size_t i = 0;
+  auto skipPast = [&](std::string_view end) {
+    const std::size_t found = xml.find(end, i);
+    i = found == std::string_view::npos ? xml.size() : found + end.size();
+  };
+  while ((i = xml.find('<', i)) != std::string_view::npos) {
+    const std::string_view rest = xml.substr(i);
+    if (rest.starts_with("<!--")) {
+      skipPast("-->");
+    } else if (rest.starts_with("<![CDATA[")) {
+      skipPast("]]>");
+    } else if (rest.starts_with("<?")) {
+      skipPast("?>");
+    } else if (rest.starts_with("<!")) {
+      skipPast(">");
+    } else if (rest.starts_with("</")) {
+      --depth;
+      skipPast(">");
+    } else {
+      const std::size_t start = i;
+      char quote = 0;
+      for (++i; i < xml.size() && (quote != 0 || xml[i] != '>'); ++i) {
+        if (quote == 0 && (xml[i] == '"' || xml[i] == '\'')) {
+          quote = xml[i];
+        } else if (xml[i] == quote) {
+          quote = 0;
+        }
+      }
+      const bool self_closing = i < xml.size() && xml[i - 1] == '/';
+      if (!self_closing && ++depth > kMaxXmlDepth) return start;
+      ++i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 Topology importNcclXmlString(const std::string& xml, const std::string& origin,
                              const LinkTable& table) {
+  if (auto bad = firstInvalidUtf8(xml); bad != std::string_view::npos) {
+    const auto line =
+        1 + std::count(xml.begin(), xml.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(xml[bad]));
+    throw Error(blinkInvalidInput, origin + ":" + std::to_string(line) + ": byte " + byte +
+                                       " is not UTF-8 text; expected NCCL's topology XML");
+  }
+  if (auto deep = firstTooDeep(xml); deep != std::string_view::npos) {
+    const auto line =
+        1 + std::count(xml.begin(), xml.begin() + static_cast<std::ptrdiff_t>(deep), '\n');
+    throw Error(blinkInvalidInput, origin + ":" + std::to_string(line) +
+                                       ": elements nested more than " +
+                                       std::to_string(kMaxXmlDepth) +
+                                       " deep; NCCL's topology XML nests fewer than ten");
+  }
   pt::ptree document;
   try {
     std::istringstream in(xml);

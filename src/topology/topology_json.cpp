@@ -297,6 +297,14 @@ Topology fromJson(std::string_view text, const std::string& origin, const LinkTa
     throw Error(blinkInvalidInput, origin + ": " +
                                        lineAndColumn(text, e.byte == 0 ? 0 : e.byte - 1) +
                                        ": not valid JSON (" + reason + ")");
+  } catch (const json::exception& e) {
+    // Text that parses but cannot be held, e.g. a number beyond a double's range
+    // ("[json.exception.out_of_range.406] number overflow parsing '1e400'").
+    std::string what = e.what();
+    auto bracket = what.find("] ");
+    throw Error(blinkInvalidInput,
+                origin + ": not valid JSON (" +
+                    (bracket == std::string::npos ? what : what.substr(bracket + 2)) + ")");
   }
   return Reader(origin, table).read(doc);
 }

@@ -97,6 +97,7 @@ TEST(Env, UnknownBlinkVariableIsOnlyAWarning) {
 TEST(Env, ScriptVariablesAreNotUnknown) {
   ScopedEnv sanitize("BLINK_SANITIZE", "address");
   ScopedEnv jobs("BLINK_BUILD_JOBS", "2");
+  ScopedEnv fuzz_seconds("BLINK_FUZZ_SECONDS", "10");
   testing::internal::CaptureStderr();
   env::validateAll();
   EXPECT_EQ(testing::internal::GetCapturedStderr().find("unknown"), std::string::npos);
