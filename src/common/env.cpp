@@ -241,6 +241,16 @@ std::string markdownTable() {
   return out.str();
 }
 
+std::vector<std::string_view> splitItems(std::string_view text) {
+  std::vector<std::string_view> items;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    items.push_back(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return items;
+}
+
 std::vector<int> parseIntList(std::string_view text, std::string_view what) {
   std::vector<int> values;
   std::set<int> seen;

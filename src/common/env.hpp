@@ -57,4 +57,8 @@ std::string markdownTable();
 // blinkInvalidInput mentioning `what` on a malformed list or a repeated entry.
 std::vector<int> parseIntList(std::string_view text, std::string_view what);
 
+// The comma-separated items of a setting's value ("a,b:c" gives "a" and "b:c"); an
+// empty text gives none. The views point into `text`.
+std::vector<std::string_view> splitItems(std::string_view text);
+
 }  // namespace blink::env

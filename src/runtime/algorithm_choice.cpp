@@ -57,11 +57,7 @@ bool runsPlan(Algorithm a) {
 
 ForcedAlgorithms ForcedAlgorithms::parse(std::string_view text) {
   ForcedAlgorithms out;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  for (const std::string_view item : env::splitItems(text)) {
     const auto colon = item.find(':');
     const std::string_view name = colon == std::string_view::npos ? item : item.substr(colon + 1);
     const auto algorithm = parseAlgorithm(name);

@@ -57,11 +57,7 @@ std::string TransportSelection::describe() const {
 
 TransportSelection selectTransports(std::string_view spec) {
   TransportSelection out;
-  std::string_view rest = spec;
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  for (const std::string_view item : env::splitItems(spec)) {
     const auto equals = item.find('=');
     if (equals == std::string_view::npos) {
       out.within_node = out.between_nodes = &byName(spec, item);
