@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -514,6 +515,35 @@ TEST(Arguments, BadOnesAreErrorsNotCrashes) {
   EXPECT_EQ(count, n);
   EXPECT_EQ(blinkCommUserRank(comm.get(), &rank), blinkSuccess);
   EXPECT_EQ(rank, commRank(MPI_COMM_WORLD));
+}
+
+// Counts are size_t end to end: beyond 2^31 elements nothing truncates them (a
+// one-rank communicator in place moves no data, so the test needs no 2 GiB), and a
+// count whose bytes do not fit 64 bits is a clear error before anything moves.
+TEST(Arguments, CountsBeyondTwoToTheThirtyOneAreSizeT) {
+  blinkComm_t self = nullptr;
+  ASSERT_EQ(blinkCommInitFromMPI(&self, MPI_COMM_SELF), blinkSuccess);
+  std::vector<std::uint8_t> one(16, 7);
+  const std::size_t huge = (std::size_t{1} << 33) + 5;
+  EXPECT_EQ(blinkBroadcast(one.data(), one.data(), huge, blinkUint8, 0, self), blinkSuccess)
+      << blinkGetLastError();
+  EXPECT_EQ(blinkAllReduce(one.data(), one.data(), huge, blinkUint8, blinkSum, self), blinkSuccess)
+      << blinkGetLastError();
+  const std::size_t too_many = std::numeric_limits<std::size_t>::max() / 4;
+  EXPECT_EQ(blinkAllReduce(one.data(), one.data(), too_many, blinkFloat64, blinkSum, self),
+            blinkInvalidArgument);
+  EXPECT_NE(std::string(blinkGetLastError()).find("count is too large"), std::string::npos)
+      << blinkGetLastError();
+  Comm comm(MPI_COMM_WORLD);
+  if (commSize(MPI_COMM_WORLD) > 1) {
+    // size * sendcount overflows although sendcount * element size does not.
+    const std::size_t block = std::numeric_limits<std::size_t>::max() / 2 + 1;
+    EXPECT_EQ(blinkAllGather(one.data(), one.data(), block, blinkUint8, comm.get()),
+              blinkInvalidArgument);
+    EXPECT_NE(std::string(blinkGetLastError()).find("count is too large"), std::string::npos)
+        << blinkGetLastError();
+  }
+  EXPECT_EQ(blinkCommDestroy(self), blinkSuccess);
 }
 
 TEST(Timeout, APeerThatNeverArrivesIsNamed) {
