@@ -143,6 +143,7 @@ Communicator::Communicator(MPI_Comm comm) {
       }
     }
     memory_ = MemoryAgreement(comm_, timeout_s_);
+    health_ = PeerHealth(comm_, layout_.rank, timeout_s_);
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
     }
@@ -269,6 +270,7 @@ void Communicator::runOffPlan(Body&& body) {
     body();
   } catch (const Error& e) {
     broken_ = e.what();  // the peers are mid-call: the call counts are lost
+    if (e.status() == blinkTimeout) throw Error(blinkTimeout, e.what() + health_.diagnose());
     throw;
   }
 }
@@ -397,6 +399,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
   } catch (const Error& e) {
     // Streams stopped mid-message cannot be resynchronised with the peers.
     broken_ = e.what();
+    if (e.status() == blinkTimeout) throw Error(blinkTimeout, e.what() + health_.diagnose());
     throw;
   }
 }

@@ -33,6 +33,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/job_topology.hpp"
 #include "runtime/memory_agreement.hpp"
+#include "runtime/peer_health.hpp"
 #include "runtime/rank_layout.hpp"
 #include "transport/registry.hpp"
 
@@ -118,6 +119,7 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
+  PeerHealth health_;  // for timeouts: which rank on this machine is stopped or gone
   ForcedAlgorithms forced_;
   std::string forced_text_;      // BLINK_ALGO as given, for explain
   NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails
