@@ -559,6 +559,14 @@ std::size_t firstInvalidUtf8(std::string_view text) {
     for (std::size_t k = 1; k < length; ++k) {
       if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return i;
     }
+    // Well-formed means RFC 3629 too: no overlong forms (C0, C1; E0 below A0; F0 below
+    // 90), no surrogates (ED above 9F), nothing beyond U+10FFFF (F4 above 8F, F5..).
+    const auto second = length > 1 ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (lead == 0xc0 || lead == 0xc1 || lead > 0xf4 || (lead == 0xe0 && second < 0xa0) ||
+        (lead == 0xed && second > 0x9f) || (lead == 0xf0 && second < 0x90) ||
+        (lead == 0xf4 && second > 0x8f)) {
+      return i;
+    }
     i += length;
   }
   return std::string_view::npos;
