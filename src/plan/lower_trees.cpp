@@ -46,6 +46,8 @@ LoweredTrees lowerWith(Collective c, Flow flow, bool per_root_segments,
   Plan& plan = out.plan;
   plan = header(c, trees, topology, bytes, options);
   Builder b(plan, topology, options);
+  // A rooted plan names its root even when it has nothing to move (one rank, no bytes).
+  if (!per_root_segments && trees.root_gpu >= 0) plan.root = b.rankOf(trees.root_gpu);
   if (bytes == 0 || plan.num_ranks < 2) return out;
   if (trees.trees.empty()) throw Error(blinkInvalidArgument, "lowering: no trees to lower");
   for (const auto& t : trees.trees) {
