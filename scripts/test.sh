@@ -7,14 +7,15 @@
 #   -R REGEX   only tests whose name matches
 # Environment: BLINK_BUILD_DIR (default build/), BLINK_BUILD_JOBS (default nproc),
 #              BLINK_SANITIZE=address|undefined|thread (a separate build-<sanitizer>/ tree),
-#              BLINK_FUZZ_SECONDS (default 60: how long each fuzz target runs).
+#              BLINK_FUZZ_SECONDS (default 60: how long each fuzz target runs),
+#              BLINK_FUZZ_SEED (default 1: the fuzzers' fixed seed; 0: random).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 ctest_args=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -L|-R) [ "$#" -ge 2 ] || { echo "test.sh: $1 needs a value" >&2; exit 2; }
            ctest_args+=("$1" "$2"); shift 2 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;

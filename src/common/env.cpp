@@ -206,8 +206,8 @@ void validateAll() {
   }
   // Read by scripts/*.sh, not by the library: set around a whole test run, they
   // reach every program it starts and must not draw a warning there.
-  for (std::string_view script_variable :
-       {"BLINK_SANITIZE", "BLINK_BUILD_DIR", "BLINK_BUILD_JOBS", "BLINK_FUZZ_SECONDS"}) {
+  for (std::string_view script_variable : {"BLINK_SANITIZE", "BLINK_BUILD_DIR", "BLINK_BUILD_JOBS",
+                                           "BLINK_FUZZ_SECONDS", "BLINK_FUZZ_SEED"}) {
     known.insert(script_variable);
   }
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {

@@ -59,10 +59,14 @@ run() {
   # Readers warn about odd but acceptable files; thousands of inputs a second would
   # bury libFuzzer's own report in them.
   export BLINK_DEBUG=NONE
-  # -timeout: an input that takes 10 s is a hang; -max_len: room for the largest seed
-  # (the zoo's exports) to be mutated; leaks are findings too (ASan's default).
+  # -seed: the same mutations on every run (BLINK_FUZZ_SEED, default 1), so that a CI
+  # run repeats what was fuzzed before it landed and a finding reproduces; another
+  # seed (0: random) explores further. -timeout: an input that takes 10 s is a hang;
+  # -max_len: room for the largest seed (the zoo's exports) to be mutated; leaks are
+  # findings too (ASan's default).
   "$binary" "$work" "$here/corpus/$target" "$here/regressions/$target" \
-    -dict="$dictionary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -dict="$dictionary" -max_total_time="$seconds" -seed="${BLINK_FUZZ_SEED:-1}" -timeout=10 \
+    -rss_limit_mb=2048 \
     -max_len=65536 -artifact_prefix="$findings/" -print_final_stats=1 -close_fd_mask=1
 }
 
