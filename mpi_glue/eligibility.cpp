@@ -50,6 +50,12 @@ std::optional<blinkRedOp_t> reductionOp(MPI_Op op) {
   if (op == MPI_MAX) return blinkMax;
   if (op == MPI_MIN) return blinkMin;
   if (op == MPI_PROD) return blinkProd;
+  if (op == MPI_BAND) return blinkBand;
+  if (op == MPI_BOR) return blinkBor;
+  if (op == MPI_BXOR) return blinkBxor;
+  if (op == MPI_LAND) return blinkLand;
+  if (op == MPI_LOR) return blinkLor;
+  if (op == MPI_LXOR) return blinkLxor;
   return std::nullopt;
 }
 

@@ -39,7 +39,16 @@ constexpr std::size_t reducibleSize(blinkDataType_t type) {
   }
 }
 
-// MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX; nullopt for every other op.
+// MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX and the bitwise and logical ops (MPI_BAND ..
+// MPI_LXOR); nullopt for every other op.
 std::optional<blinkRedOp_t> reductionOp(MPI_Op op);
+
+// Whether Blink reduces `type` with `op`: the bitwise and logical ops only on integer
+// types (on a floating type MPI reports the error, so such a call goes to MPI).
+constexpr bool reducesWith(blinkDataType_t type, blinkRedOp_t op) {
+  const bool floating =
+      type == blinkFloat16 || type == blinkBfloat16 || type == blinkFloat32 || type == blinkFloat64;
+  return !(floating && op >= blinkBand && op <= blinkLxor);
+}
 
 }  // namespace blink::glue

@@ -19,10 +19,28 @@ const char* name(Coll c) {
       return "allgather";
     case Coll::ReduceScatterBlock:
       return "reduce_scatter_block";
+    case Coll::Allgatherv:
+      return "allgatherv";
+    case Coll::Gather:
+      return "gather";
+    case Coll::Gatherv:
+      return "gatherv";
+    case Coll::ReduceScatter:
+      return "reduce_scatter";
+    case Coll::Barrier:
+      return "barrier";
+    case Coll::Iallreduce:
+      return "iallreduce";
+    case Coll::Ibcast:
+      return "ibcast";
     case Coll::Count:
       break;
   }
   return "?";
+}
+
+bool hasThreshold(Coll c) {
+  return c != Coll::Barrier && c != Coll::Iallreduce && c != Coll::Ibcast;
 }
 
 const char* name(Fallback f) {
@@ -47,6 +65,8 @@ const char* name(Fallback f) {
       return "plan_failed";
     case Fallback::MemoryType:
       return "memory_type";
+    case Fallback::Nonblocking:
+      return "nonblocking";
     case Fallback::Count:
       break;
   }
@@ -89,6 +109,7 @@ void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
     std::string_view key = item.substr(0, eq);
     bool found = false;
     for (std::size_t c = 0; c < kNumColls; ++c) {
+      if (!hasThreshold(static_cast<Coll>(c))) continue;
       if (key == name(static_cast<Coll>(c))) {
         out[c] = parseBytes(item.substr(eq + 1), spec);
         found = true;
@@ -98,7 +119,8 @@ void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
       throw Error(blinkInvalidInput, "BLINK_MPI_MIN_BYTES='" + std::string(spec) +
                                          "': unknown collective '" + std::string(key) +
                                          "' (allreduce, bcast, reduce, allgather, "
-                                         "reduce_scatter_block)");
+                                         "reduce_scatter_block, allgatherv, gather, gatherv, "
+                                         "reduce_scatter)");
     }
   }
 }

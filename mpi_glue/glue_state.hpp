@@ -9,10 +9,27 @@
 
 namespace blink::glue {
 
-enum class Coll { Allreduce, Bcast, Reduce, Allgather, ReduceScatterBlock, Count };
+enum class Coll {
+  Allreduce,
+  Bcast,
+  Reduce,
+  Allgather,
+  ReduceScatterBlock,
+  Allgatherv,
+  Gather,
+  Gatherv,
+  ReduceScatter,
+  Barrier,
+  Iallreduce,
+  Ibcast,
+  Count
+};
 constexpr std::size_t kNumColls = static_cast<std::size_t>(Coll::Count);
-// "allreduce", "bcast", "reduce", "allgather", "reduce_scatter_block"
+// "allreduce", "bcast", "reduce", "allgather", "reduce_scatter_block", "allgatherv",
+// "gather", "gatherv", "reduce_scatter", "barrier", "iallreduce", "ibcast"
 const char* name(Coll c);
+// Whether BLINK_MPI_MIN_BYTES names it (all but the barrier and the nonblocking ones).
+bool hasThreshold(Coll c);
 
 // Why a call went to the MPI library. Every fallback is counted by reason.
 enum class Fallback {
@@ -22,13 +39,14 @@ enum class Fallback {
   ZeroCount,
   Datatype,  // the signature is not a run of one predefined type (reductions: of one
              // Blink reduces)
-  Op,        // user-defined, MAXLOC/MINLOC, logical or bitwise ops
+  Op,        // user-defined, MAXLOC/MINLOC, or a bitwise or logical op on a floating type
   InterComm,
   Arguments,    // an invalid root, more bytes than 64 bits count, or (over 2 GiB) a layout
                 // some rank cannot stage
   Unavailable,  // Blink could not set up on this communicator (reason logged once)
   PlanFailed,   // every rank failed to build the plan together
   MemoryType,   // a rank passed memory Blink cannot move (CUDA device or managed)
+  Nonblocking,  // MPI_Iallreduce / MPI_Ibcast: always MPI's (see interpose_collectives.cpp)
   Count
 };
 constexpr std::size_t kNumFallbacks = static_cast<std::size_t>(Fallback::Count);

@@ -90,6 +90,7 @@ class BlinkComm {
                      blinkRedOp_t op) {
     check(blinkReduceScatter(send, recv, count, type, op, comm_));
   }
+  void barrier() { check(blinkBarrier(comm_)); }
 
  private:
   blinkComm_t comm_;

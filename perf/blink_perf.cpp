@@ -44,7 +44,8 @@ table gains the ratio blink/mpi. Only rank 0 prints; Blink's diagnostics
 (BLINK_DEBUG=INFO shows the trees and plans chosen) go to stderr.
 
 Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
-  -b, --minbytes SIZE      smallest size (default 1K); K, M, G suffixes (x1024)
+  -b, --minbytes SIZE      smallest size (default 1K); K, M, G, T suffixes (x1024),
+                           fractions allowed (1.5M)
   -e, --maxbytes SIZE      largest size (default 64M)
   -f, --stepfactor F       multiply the size by F (an integer >= 2) each step (default 2)
   -n, --iters N            timed calls per measurement (default 20)
@@ -53,10 +54,14 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
   -c, --check 0|1          check the results (default 1): after timing, one more call
                            on known inputs, compared with the exact expected value on
                            every rank; #wrong = wrong elements, max over ranks
-  -o, --op OP              sum, prod, min, max or avg (default sum; avg needs a
-                           floating-point type; ignored by broadcast and allgather)
+  -o, --op OP              sum, prod, min, max, avg, or all of them in turn (default
+                           sum; avg needs a floating-point type, and `all` skips it
+                           for integer types; ignored by broadcast and allgather)
   -d, --datatype T         int8, uint8, int16, uint16, int32, uint32, int64, uint64,
-                           float16, bfloat16, float32, float64 (default float32)
+                           float16, bfloat16, float32, float64, nccl-tests' names half,
+                           float, double, or all (every type in turn; default float32)
+  -m, --memory host|device where the buffers live (default host; device is refused
+                           with exit status 1 while this build has no CUDA data path)
       --collective C       allreduce, broadcast, reduce, allgather, reducescatter
                            (default allreduce)
   -r, --root R             root rank of broadcast and reduce (default 0)
@@ -64,6 +69,7 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
       --baseline none|mpi  also run the sweep through PMPI_* (default none)
       --format text|csv    nccl-tests-style table (default) or CSV
   -h, --help               this text
+      --version            the build (blinkGetBuildInfo)
 
 Sizes: every size is rounded down to whole elements, and for allgather and
 reducescatter to whole elements x ranks; as in nccl-tests, `size` (`bytes`) is then the
@@ -224,6 +230,13 @@ struct Options {
   bool baseline_mpi = false;
   bool csv = false;
   bool help = false;
+  bool version = false;
+  bool device_memory = false;
+  // -d all / -o all: the sweeps to run, one after another (type and op above are
+  // the current one's).
+  std::vector<blinkDataType_t> types = {blinkFloat32};
+  std::vector<blinkRedOp_t> ops = {blinkSum};
+  bool csv_header = true;  // the CSV header line, before the first sweep only
 };
 
 struct OptionSpec {
@@ -237,7 +250,8 @@ const OptionSpec kOptionSpecs[] = {
     {'n', "iters", true},    {'w', "warmup_iters", true}, {'c', "check", true},
     {'o', "op", true},       {'d', "datatype", true},     {'r', "root", true},
     {0, "collective", true}, {0, "inplace", true},        {0, "baseline", true},
-    {0, "format", true},     {'h', "help", false}};
+    {0, "format", true},     {'h', "help", false},        {'m', "memory", true},
+    {0, "version", false}};
 
 const OptionSpec* findLong(const std::string& name) {
   for (const OptionSpec& s : kOptionSpecs) {
@@ -300,26 +314,9 @@ std::map<std::string, std::string> tokenize(int argc, char** argv) {
 }
 
 std::size_t parseSize(const std::string& option, const std::string& text) {
-  std::uint64_t v = 0;
-  const char* begin = text.data();
-  const char* end = begin + text.size();
-  auto [ptr, ec] = std::from_chars(begin, end, v);
-  const std::string bad = "--" + option + ": '" + text +
-                          "' is not a size (a number of bytes, optionally with K, M or G)";
-  if (ec != std::errc() || ptr == begin) throw UsageError{bad};
-  const std::string suffix(ptr, end);
-  int shift = 0;
-  if (suffix == "K" || suffix == "k") {
-    shift = 10;
-  } else if (suffix == "M" || suffix == "m") {
-    shift = 20;
-  } else if (suffix == "G" || suffix == "g") {
-    shift = 30;
-  } else if (!suffix.empty()) {
-    throw UsageError{bad};
-  }
-  if (v > (std::uint64_t{1} << (62 - shift))) throw UsageError{"--" + option + ": too large"};
-  return static_cast<std::size_t>(v << shift);
+  const std::uint64_t v = blink::cli::parseByteSize(text, "--" + option);
+  if (v > (std::uint64_t{1} << 62)) throw UsageError{"--" + option + ": too large"};
+  return static_cast<std::size_t>(v);
 }
 
 long long parseInteger(const std::string& option, const std::string& text, long long lo,
@@ -353,6 +350,10 @@ Options parseOptions(int argc, char** argv) {
     o.help = true;
     return o;
   }
+  if (v.contains("version")) {
+    o.version = true;
+    return o;
+  }
   auto get = [&v](const char* name) -> const std::string* {
     auto it = v.find(name);
     return it == v.end() ? nullptr : &it->second;
@@ -369,15 +370,32 @@ Options parseOptions(int argc, char** argv) {
   if (auto* s = get("check")) o.check = parseInteger("check", *s, 0, 1) == 1;
   if (auto* s = get("root")) o.root = static_cast<int>(parseInteger("root", *s, 0, INT_MAX));
   if (auto* s = get("op")) {
-    std::vector<std::pair<std::string, blinkRedOp_t>> ops;
-    for (blinkRedOp_t op : kOps) ops.emplace_back(rt::toString(op), op);
-    o.op = parseChoice("op", *s, ops);
+    if (*s == "all") {
+      o.ops.assign(std::begin(kOps), std::end(kOps));
+    } else {
+      std::vector<std::pair<std::string, blinkRedOp_t>> ops;
+      for (blinkRedOp_t op : kOps) ops.emplace_back(rt::toString(op), op);
+      o.ops = {parseChoice("op", *s, ops)};
+    }
   }
   if (auto* s = get("datatype")) {
-    std::vector<std::pair<std::string, blinkDataType_t>> types;
-    for (blinkDataType_t t : kTypes) types.emplace_back(rt::toString(t), t);
-    o.type = parseChoice("datatype", *s, types);
+    if (*s == "all") {
+      o.types.assign(std::begin(kTypes), std::end(kTypes));
+    } else {
+      std::vector<std::pair<std::string, blinkDataType_t>> types;
+      for (blinkDataType_t t : kTypes) types.emplace_back(rt::toString(t), t);
+      // nccl-tests' spellings of the floating types.
+      types.emplace_back("half", blinkFloat16);
+      types.emplace_back("float", blinkFloat32);
+      types.emplace_back("double", blinkFloat64);
+      o.types = {parseChoice("datatype", *s, types)};
+    }
   }
+  if (auto* s = get("memory")) {
+    o.device_memory = parseChoice<bool>("memory", *s, {{"host", false}, {"device", true}});
+  }
+  o.type = o.types.front();
+  o.op = o.ops.front();
   if (auto* s = get("collective")) {
     o.coll = parseChoice<Coll>("collective", *s,
                                {{"allreduce", Coll::AllReduce},
@@ -401,7 +419,8 @@ Options parseOptions(int argc, char** argv) {
     throw UsageError{"--minbytes (" + std::to_string(o.min_bytes) +
                      ") is larger than --maxbytes (" + std::to_string(o.max_bytes) + ")"};
   }
-  if (reduces(o.coll) && o.op == blinkAvg && !rt::isFloating(o.type)) {
+  if (reduces(o.coll) && o.ops.size() == 1 && o.types.size() == 1 && o.op == blinkAvg &&
+      !rt::isFloating(o.type)) {
     throw UsageError{"--op avg needs a floating-point datatype, not " + rt::toString(o.type)};
   }
   return o;
@@ -946,7 +965,9 @@ int benchmark(const Options& o) {
     if (run_mpi) impls.push_back(Impl::Mpi);
 
     if (rank == 0 && o.csv) {
-      std::printf("impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong\n");
+      if (o.csv_header) {
+        std::printf("impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong\n");
+      }
       printCsvRow("memcpy", "memcpy", sizes.back(), dtype, "none", 0, memcpy_m);
     } else if (rank == 0) {
       std::set<std::string> distinct;
@@ -1115,8 +1136,37 @@ int main(int argc, char** argv) {
     if (launcherRank() == 0) std::fputs(kHelp, stdout);
     return blink::cli::kOk;
   }
+  if (o.version) {
+    if (launcherRank() == 0) blink::cli::printVersion("blink_perf");
+    return blink::cli::kOk;
+  }
+  if (o.device_memory) {
+    if (launcherRank() == 0) {
+      std::fprintf(stderr,
+                   "blink_perf: --memory device: device memory is not available in this build "
+                   "(%s)\n",
+                   blinkGetBuildInfo());
+    }
+    return blink::cli::kFailure;
+  }
   MPI_Init(&argc, &argv);
-  const int rc = benchmark(o);
+  // One sweep per datatype and op (-d all, -o all), the ops only where they apply.
+  int rc = blink::cli::kOk;
+  bool first = true;
+  for (blinkDataType_t type : o.types) {
+    for (blinkRedOp_t op : o.ops) {
+      if (reduces(o.coll) && op == blinkAvg && !rt::isFloating(type)) continue;
+      Options one = o;
+      one.type = type;
+      one.op = op;
+      one.csv_header = first;
+      first = false;
+      rc = std::max(rc, benchmark(one));
+      if (rc == blink::cli::kUsage) break;
+      if (!reduces(o.coll)) break;  // the op does not matter
+    }
+    if (rc == blink::cli::kUsage) break;
+  }
   MPI_Finalize();
   return rc;
 }

@@ -57,7 +57,15 @@ typedef enum {
   blinkMin = 2,
   blinkMax = 3,
   blinkAvg = 4, /* floating-point types only */
-  blinkNumOps = 5
+  /* Integer types only, as MPI_BAND .. MPI_LXOR. The logical ops treat nonzero as
+   * true and give 1 or 0 in the element's type. */
+  blinkBand = 5,
+  blinkBor = 6,
+  blinkBxor = 7,
+  blinkLand = 8,
+  blinkLor = 9,
+  blinkLxor = 10,
+  blinkNumOps = 11
 } blinkRedOp_t;
 
 /* The library's version as BLINK_VERSION_CODE. */
@@ -126,6 +134,11 @@ blinkResult_t blinkAllGather(const void* sendbuff, void* recvbuff, size_t sendco
  * every rank's block r. */
 blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                  blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm);
+
+/* Returns on every rank once every rank has called it: an AllReduce of one byte,
+ * so it takes whatever path that size is planned on (within a node, the one-round
+ * shared-memory board). */
+blinkResult_t blinkBarrier(blinkComm_t comm);
 
 /* Size in bytes of one element of `datatype` (0 for an unknown type). */
 size_t blinkDataTypeSize(blinkDataType_t datatype);

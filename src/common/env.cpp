@@ -133,7 +133,9 @@ const std::vector<Variable>& registry() {
        "allreduce=512,bcast=4096,reduce=1048576,allgather=4096,reduce_scatter_block=4096",
        "libblink_mpi.so only: smaller calls go to the MPI library. One number for every "
        "collective, or per collective: `allreduce`, `bcast`, `reduce`, `allgather`, "
-       "`reduce_scatter_block` (bytes of one rank's buffer; unnamed ones keep their default)."},
+       "`reduce_scatter_block`, `allgatherv`, `gather`, `gatherv`, `reduce_scatter` (bytes of "
+       "one rank's buffer, for the last four of the largest block; unnamed ones keep their "
+       "default, 0 for the last four). MPI_Barrier has no bytes and no threshold."},
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
        "emulate several nodes on one machine."},

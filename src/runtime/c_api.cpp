@@ -160,4 +160,8 @@ blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t re
       [&] { registry().find(comm)->reduceScatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
+blinkResult_t blinkBarrier(blinkComm_t comm) {
+  return guardCApi([&] { registry().find(comm)->barrier(); });
+}
+
 }  // extern "C"

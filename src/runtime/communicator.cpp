@@ -433,6 +433,12 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   if (op == blinkAvg) divideBy(recv, count, type, size());
 }
 
+void Communicator::barrier() {
+  const std::uint8_t arrived = 1;
+  std::uint8_t all = 0;
+  allReduce(&arrived, &all, 1, blinkUint8, blinkMax);
+}
+
 void Communicator::broadcast(const void* send, void* recv, std::size_t count, blinkDataType_t type,
                              int root) {
   checkRoot(root);

@@ -59,6 +59,8 @@ class Communicator {
   void reduce(const void* send, void* recv, std::size_t count, blinkDataType_t type,
               blinkRedOp_t op, int root);
   void allGather(const void* send, void* recv, std::size_t send_count, blinkDataType_t type);
+  // An AllReduce of one byte (blinkBarrier).
+  void barrier();
   void reduceScatter(const void* send, void* recv, std::size_t recv_count, blinkDataType_t type,
                      blinkRedOp_t op);
 

@@ -140,6 +140,51 @@ struct OpMax {
   }
 };
 
+// ompi_op_base_2buff_{band,bor,bxor,land,lor,lxor}_*: integer types only (the
+// dispatch below never instantiates them for floating types). The logical ops give
+// 1 or 0 in the element's type, as C's && and || do.
+struct OpBand {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+
+struct OpBor {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+
+struct OpBxor {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+
+struct OpLand {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 && b != 0);
+  }
+};
+
+struct OpLor {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>(a != 0 || b != 0);
+  }
+};
+
+struct OpLxor {
+  template <typename T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return static_cast<T>((a != 0) != (b != 0));
+  }
+};
+
 // fp16 / bf16 elements: widen both, combine in float, round once.
 template <typename Op>
 struct HalfOp {
@@ -393,6 +438,29 @@ template <typename Sixteen, typename Op>
   }
 }
 
+// The integer types alone: the bitwise and logical ops have no floating variant.
+template <typename Op>
+[[gnu::always_inline]] inline void combineInteger(void* inout, const void* in, std::size_t n,
+                                                  blinkDataType_t type, Op op) {
+  switch (type) {
+#define BLINK_CASE(enumerator, T)                                          \
+  case enumerator:                                                         \
+    combineLoop(static_cast<T*>(inout), static_cast<const T*>(in), n, op); \
+    return;
+    BLINK_CASE(blinkInt8, std::int8_t)
+    BLINK_CASE(blinkUint8, std::uint8_t)
+    BLINK_CASE(blinkInt16, std::int16_t)
+    BLINK_CASE(blinkUint16, std::uint16_t)
+    BLINK_CASE(blinkInt32, std::int32_t)
+    BLINK_CASE(blinkUint32, std::uint32_t)
+    BLINK_CASE(blinkInt64, std::int64_t)
+    BLINK_CASE(blinkUint64, std::uint64_t)
+#undef BLINK_CASE
+    default:
+      return;  // checked by the caller
+  }
+}
+
 template <typename Sixteen>
 [[gnu::always_inline]] inline void combineAny(void* inout, const void* in, std::size_t n,
                                               blinkDataType_t type, blinkRedOp_t op) {
@@ -406,6 +474,18 @@ template <typename Sixteen>
       return combineTyped<Sixteen>(inout, in, n, type, OpMin{});
     case blinkMax:
       return combineTyped<Sixteen>(inout, in, n, type, OpMax{});
+    case blinkBand:
+      return combineInteger(inout, in, n, type, OpBand{});
+    case blinkBor:
+      return combineInteger(inout, in, n, type, OpBor{});
+    case blinkBxor:
+      return combineInteger(inout, in, n, type, OpBxor{});
+    case blinkLand:
+      return combineInteger(inout, in, n, type, OpLand{});
+    case blinkLor:
+      return combineInteger(inout, in, n, type, OpLor{});
+    case blinkLxor:
+      return combineInteger(inout, in, n, type, OpLxor{});
     default:
       return;  // checked by the caller
   }
@@ -601,6 +681,10 @@ std::string toString(blinkDataType_t type) {
   }
 }
 
+bool isBitwiseOrLogical(blinkRedOp_t op) {
+  return op >= blinkBand && op <= blinkLxor;
+}
+
 std::string toString(blinkRedOp_t op) {
   switch (op) {
     case blinkSum:
@@ -613,6 +697,18 @@ std::string toString(blinkRedOp_t op) {
       return "max";
     case blinkAvg:
       return "avg";
+    case blinkBand:
+      return "band";
+    case blinkBor:
+      return "bor";
+    case blinkBxor:
+      return "bxor";
+    case blinkLand:
+      return "land";
+    case blinkLor:
+      return "lor";
+    case blinkLxor:
+      return "lxor";
     default:
       return "unknown(" + std::to_string(static_cast<int>(op)) + ")";
   }
@@ -629,6 +725,10 @@ void checkReduction(blinkDataType_t type, blinkRedOp_t op) {
   if (op == blinkAvg && !isFloating(type)) {
     throw Error(blinkInvalidArgument,
                 "avg is defined only for floating-point datatypes, not " + toString(type));
+  }
+  if (isBitwiseOrLogical(op) && isFloating(type)) {
+    throw Error(blinkInvalidArgument,
+                toString(op) + " is defined only for integer datatypes, not " + toString(type));
   }
 }
 

@@ -6,6 +6,8 @@
 //   min         inout = (inout < in ? inout : in)   (a NaN or an equal +-0 gives in)
 //   max         inout = (inout > in ? inout : in)
 //   avg         floating types only: combines like sum, divideBy() divides at the end
+//   band, bor, bxor    integer types only: inout = inout & in, |, ^
+//   land, lor, lxor    integer types only: 1 or 0 in the element's type, nonzero is true
 // Checked against MPI_Reduce_local of Debian 12's Open MPI 4.1.4 with OMPI_MCA_op=^avx:
 // bit-identical for every integer and float type and op (bar which NaN's payload a sum
 // or product of two NaNs keeps). Open MPI's default op/avx component differs in two
@@ -34,10 +36,14 @@ std::size_t elementSize(blinkDataType_t type);
 bool isFloating(blinkDataType_t type);
 // "int8", "uint8", ..., "float16", "bfloat16", "float32", "float64"; "unknown(N)" otherwise.
 std::string toString(blinkDataType_t type);
-// "sum", "prod", "min", "max", "avg"; "unknown(N)" otherwise.
+// "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor", "lxor";
+// "unknown(N)" otherwise.
 std::string toString(blinkRedOp_t op);
+// band .. lxor: the ops defined on integer types only.
+bool isBitwiseOrLogical(blinkRedOp_t op);
 
-// Throws blinkInvalidArgument for an unknown type or op, or avg on an integer type.
+// Throws blinkInvalidArgument for an unknown type or op, avg on an integer type, or a
+// bitwise or logical op on a floating type.
 void checkReduction(blinkDataType_t type, blinkRedOp_t op);
 
 // inout[i] = op(inout[i], in[i]) for i < count (see the table above; avg combines like

@@ -44,6 +44,7 @@ Options:
   --output FILE        write to FILE instead of standard output
   --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
   -h, --help           this text
+      --version        the build this tool belongs to (version, git revision, ...)
 
 Reduce uses the broadcast trees reversed, ReduceScatter the AllGather trees
 reversed. AllReduce is planned as ReduceScatter + AllGather; both shapes' bounds

@@ -29,8 +29,8 @@ Options:
                        else this machine)
   --gpus LIST          allocation view, e.g. 0,1,2,4 (default $BLINK_TOPO_GPUS)
   --collective C       allreduce (default), broadcast, reduce, allgather, reducescatter
-  --bytes SIZE         buffer size: 1024, 64K, 256M, 1G (K/M/G are powers of 1024;
-                       default 256M). For AllGather/ReduceScatter the whole buffer.
+  --bytes SIZE         buffer size: 1024, 64K, 256M, 1.5G (K/M/G/T are powers of 1024,
+                       fractions round down to whole bytes; default 256M). For AllGather/ReduceScatter the whole buffer.
   --root GPU           root of broadcast/reduce (default: the lowest GPU)
   --sweep              sizes from 1K up to --bytes, x4 each step
   --chunk-bytes SIZE   fixed chunk size (default $BLINK_CHUNK_BYTES, else the pipeline
@@ -45,6 +45,7 @@ Options:
   --link-gbps SPEC     override link bandwidths, e.g. nvlink2=22.5
   --output FILE        write to FILE instead of standard output
   -h, --help           this text
+      --version        the build this tool belongs to (version, git revision, ...)
 
 JSON: one object per size with collective, bytes, bound_gbps, chosen, why and
 algorithms: [{name (blink, ring, tree), time_us, algbw_gbps, busbw_gbps}]; --sweep
@@ -61,25 +62,7 @@ Exit codes: 0 success, 1 the topology could not be loaded or simulated, 2 bad co
 )";
 
 std::uint64_t parseSize(const std::string& text, const std::string& option) {
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError{option + " must be a size such as 4096, 64K, 256M or 1G, not '" + text + "'"};
-  }
-  std::string suffix = text.substr(used);
-  std::uint64_t scale = 1;
-  if (suffix == "K" || suffix == "KiB" || suffix == "k") {
-    scale = 1ull << 10;
-  } else if (suffix == "M" || suffix == "MiB") {
-    scale = 1ull << 20;
-  } else if (suffix == "G" || suffix == "GiB") {
-    scale = 1ull << 30;
-  } else if (!suffix.empty() && suffix != "B") {
-    throw UsageError{option + ": unknown unit '" + suffix + "' (use K, M or G)"};
-  }
-  return static_cast<std::uint64_t>(value) * scale;
+  return blink::cli::parseByteSize(text, option);
 }
 
 plan::Collective parseCollective(const std::string& name) {

@@ -41,6 +41,7 @@ Options:
                        (added to $BLINK_LINK_GBPS)
   --hwloc-xml FILE     discover from an hwloc XML export instead of the live machine
   -h, --help           this text
+      --version        the build this tool belongs to (version, git revision, ...)
 
 Examples:
   blink-topo show

@@ -1,7 +1,10 @@
 #include "tools/cli.hpp"
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
+#include "blink/blink.h"
 #include "common/error.hpp"
 
 namespace blink::cli {
@@ -55,10 +58,56 @@ std::string Args::valueOr(const std::string& name, const std::string& fallback) 
   return value(name).value_or(fallback);
 }
 
+void printVersion(const std::string& tool) {
+  std::cout << tool << ": " << blinkGetBuildInfo() << "\n";
+}
+
+std::uint64_t parseByteSize(const std::string& text, const std::string& option) {
+  const std::string bad = option + ": '" + text +
+                          "' is not a size (a number of bytes such as 4096, 64K, 1.5G or 256MiB; "
+                          "K, M, G, T are powers of 1024)";
+  std::size_t digits = 0;
+  bool seen_point = false, seen_digit = false;
+  for (; digits < text.size(); ++digits) {
+    const char ch = text[digits];
+    if (ch >= '0' && ch <= '9') {
+      seen_digit = true;
+    } else if (ch == '.' && !seen_point) {
+      seen_point = true;
+    } else {
+      break;
+    }
+  }
+  if (!seen_digit) throw UsageError{bad};
+  // Digits and one point only, so strtod cannot meet a sign, exponent or hex form.
+  const double number = std::strtod(text.substr(0, digits).c_str(), nullptr);
+  const std::string unit = text.substr(digits);
+  double scale = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB") {
+    scale = 0x1p10;
+  } else if (unit == "M" || unit == "m" || unit == "MiB") {
+    scale = 0x1p20;
+  } else if (unit == "G" || unit == "g" || unit == "GiB") {
+    scale = 0x1p30;
+  } else if (unit == "T" || unit == "t" || unit == "TiB") {
+    scale = 0x1p40;
+  } else if (!unit.empty() && unit != "B") {
+    throw UsageError{bad};
+  }
+  const double bytes = std::floor(number * scale);
+  if (!(bytes < 0x1p63)) throw UsageError{option + ": '" + text + "' is too large"};
+  return static_cast<std::uint64_t>(bytes);
+}
+
 int runTool(const std::string& tool, int argc, char** argv, std::set<std::string> with_value,
             std::set<std::string> flags, const std::function<int(const Args&)>& body) {
   try {
+    flags.insert("--version");
     Args args(tool, argc, argv, std::move(with_value), std::move(flags));
+    if (args.has("--version") && !args.has("--help")) {
+      printVersion(tool);
+      return kOk;
+    }
     return body(args);
   } catch (const UsageError& e) {
     std::cerr << tool << ": " << e.message << " (see --help)\n";

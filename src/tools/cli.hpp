@@ -2,6 +2,7 @@
 // "--name=value" and flags, with errors that name the tool and the option.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -42,9 +43,19 @@ struct UsageError {
   std::string message;
 };
 
+// "TOOL: " and the build's one-line description (blinkGetBuildInfo) on stdout: what
+// --version prints in every tool.
+void printVersion(const std::string& tool);
+
+// A size in bytes: a number, possibly with a fraction, and an optional unit K, M, G
+// or T (x1024 each, also as KiB.., k, or B for bytes): "4096", "64K", "1.5G". The
+// result is rounded down to whole bytes; UsageError naming `option` otherwise.
+std::uint64_t parseByteSize(const std::string& text, const std::string& option);
+
 // A tool's whole main: parses the command line, runs `body`, and turns a
 // UsageError into "tool: message (see --help)" and kUsage, a blink::Error into
 // "tool: message" and kFailure. Every blink-* tool reports errors the same way.
+// --version (accepted by every tool) prints printVersion and returns kOk.
 int runTool(const std::string& tool, int argc, char** argv, std::set<std::string> with_value,
             std::set<std::string> flags, const std::function<int(const Args&)>& body);
 

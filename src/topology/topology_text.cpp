@@ -49,7 +49,13 @@ std::string describeTopology(const Topology& t) {
     out << "CPU-only: no GPUs, so ranks on a node exchange data through shared memory.\n";
     return out.str();
   }
-  out << "\n  GPU  id          node  numa  NVLink out  PCIe out  peers over NVLink (lanes)\n";
+  // Each cell is padded to its column's width and always followed by two spaces,
+  // so a value wider than its column pushes the rest along instead of running on.
+  auto cell = [](const std::string& text, std::size_t width) {
+    return text + std::string(text.size() < width ? width - text.size() + 2 : 2, ' ');
+  };
+  out << "\n  " << cell("GPU", 3) << cell("id", 10) << cell("node", 4) << cell("numa", 4)
+      << cell("NVLink out", 11) << cell("PCIe out", 11) << "peers over NVLink (lanes)\n";
   for (Vertex g : gpus) {
     const Device& d = t.device(g);
     double nv = 0.0, pcie = 0.0;
@@ -64,9 +70,9 @@ std::string describeTopology(const Topology& t) {
         pcie += l.capacity();
       }
     }
-    out << "  " << std::left << std::setw(5) << d.gpu_index << std::setw(12) << d.id << std::setw(6)
-        << d.node << std::setw(6) << (d.numa >= 0 ? std::to_string(d.numa) : "-") << std::setw(12)
-        << (gbps(nv) + " GB/s") << std::setw(10) << (gbps(pcie) + " GB/s") << peers << "\n";
+    out << "  " << cell(std::to_string(d.gpu_index), 3) << cell(d.id, 10)
+        << cell(std::to_string(d.node), 4) << cell(d.numa >= 0 ? std::to_string(d.numa) : "-", 4)
+        << cell(gbps(nv) + " GB/s", 11) << cell(gbps(pcie) + " GB/s", 11) << peers << "\n";
   }
 
   bool any_direct = false;

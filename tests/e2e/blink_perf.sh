@@ -23,7 +23,7 @@ fail() {
 cmp -s "$work/help.out" "$work/h.out" || fail "-h and --help differ"
 for opt in -b --minbytes -e --maxbytes -f --stepfactor -n --iters -w --warmup_iters \
            -c --check -o --op -d --datatype --collective -r --root --inplace --baseline \
-           --format -h --help; do
+           --format -m --memory --version -h --help; do
   grep -q -- "$opt\b" "$work/help.out" || fail "--help does not mention $opt"
 done
 for word in allreduce broadcast reduce allgather reducescatter bfloat16 float64 csv busbw \
@@ -98,4 +98,23 @@ grep -q '^# Out of bounds values : 0 OK' "$work/text.out" || fail "text: wrong v
 grep -q '^# Avg bus bandwidth    : [0-9]' "$work/text.out" || fail "text: no average bus bandwidth"
 grep -q '^# Ratio blink/mpi busbw' "$work/text.out" || fail "text: no ratio"
 [ "$(grep -c '^ *[0-9]* *[0-9]* *float16 *none *1 ' "$work/text.out")" -eq 3 ] || fail "text: expected 3 rows"
+
+# ---- nccl-tests' names: -d all -o all, half/float/double, -m ------------------------
+"$mpiexec" "${flags[@]}" -np 2 "$perf" -d all -o all -b 1K -e 1K -n 1 -w 1 --baseline mpi \
+  --format csv >"$work/all.csv" 2>"$work/all.err" || fail "-d all -o all: exited $?"
+[ "$(grep -c '^impl,' "$work/all.csv")" -eq 1 ] || fail "-d all -o all: not one CSV header"
+# 12 types x sum, prod, min, max, and avg on the 4 floating types: 52 sweeps.
+[ "$(grep '^blink,' "$work/all.csv" | cut -d, -f4,5 | sort -u | wc -l)" -eq 52 ] ||
+  fail "-d all -o all: not 52 type/op sweeps"
+awk -F, '$1 == "blink" && $10 != 0 {bad = 1} END {exit bad}' "$work/all.csv" ||
+  fail "-d all -o all: wrong Blink elements"
+for name in half:float16 float:float32 double:float64 int8:int8 uint64:uint64; do
+  "$mpiexec" "${flags[@]}" -np 2 "$perf" -d "${name%%:*}" -o max -b 1K -e 1K -n 1 -w 1 \
+    --format csv >"$work/name.csv" 2>"$work/name.err" || fail "-d ${name%%:*}: exited $?"
+  grep -q "^blink,allreduce,1024,${name#*:},max,0," "$work/name.csv" ||
+    fail "-d ${name%%:*} did not run ${name#*:}"
+done
+"$perf" -m device >/dev/null 2>"$work/device.err" && fail "-m device succeeded without CUDA"
+grep -q 'not available in this build' "$work/device.err" || fail "-m device: no reason given"
+"$perf" --version | grep -q '^blink_perf: Blink [0-9]' || fail "--version: no build line"
 echo "blink_perf: OK"

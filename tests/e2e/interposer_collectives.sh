@@ -2,7 +2,8 @@
 # A program that knows only mpi.h, run natively and under LD_PRELOAD of
 # libblink_mpi.so: every run must verify all its own results and print the same
 # lines; the accounting (BLINK_DEBUG=INFO, rank 0 at MPI_Finalize) must show
-# Blink took every interposed collective and left the user-defined op, MAXLOC and
+# Blink took every interposed collective (Iallreduce and Ibcast excepted: MPI's, counted
+# as nonblocking) and left the user-defined op, MAXLOC and
 # types that are no run of one predefined type (MPI_DOUBLE_INT) to MPI; BLINK_MPI_DISABLE=1 must hand everything to MPI.
 # Usage: interposer_collectives.sh LIBBLINK_MPI|linked PROGRAM NP MPIEXEC [MPIEXEC_FLAGS...]
 # ("linked": PROGRAM is linked with -lblink_mpi; the "native" run then uses
@@ -59,7 +60,18 @@ for coll in allreduce bcast reduce allgather reduce_scatter_block; do
   [ "$(count disabled $coll handled)" -eq 0 ] || fail "BLINK_MPI_DISABLE=1: Blink still handled $coll"
   [ "$(count disabled $coll fallback.disabled)" -gt 0 ] || fail "BLINK_MPI_DISABLE=1: $coll not counted as disabled"
 done
-[ "$(count preload allreduce fallback.op)" -gt 0 ] || fail "the user-defined and logical ops did not fall back"
+# The collectives built on the ones above, and the barrier (no size threshold by default).
+for coll in allgatherv gather gatherv reduce_scatter barrier; do
+  [ "$(count preload $coll handled)" -gt 0 ] || fail "preload: Blink handled no $coll"
+  [ "$(count disabled $coll handled)" -eq 0 ] || fail "BLINK_MPI_DISABLE=1: Blink still handled $coll"
+  [ "$(count disabled $coll fallback.disabled)" -gt 0 ] || fail "BLINK_MPI_DISABLE=1: $coll not counted as disabled"
+done
+# Nonblocking collectives stay MPI's, counted as such.
+for coll in iallreduce ibcast; do
+  [ "$(count preload $coll handled)" -eq 0 ] || fail "preload: Blink handled $coll"
+  [ "$(count preload $coll fallback.nonblocking)" -gt 0 ] || fail "preload: $coll not counted as nonblocking"
+done
+[ "$(count preload allreduce fallback.op)" -gt 0 ] || fail "the user-defined op did not fall back"
 [ "$(count preload allreduce fallback.datatype)" -gt 0 ] || fail "MPI_DOUBLE_INT did not fall back"
 [ "$(count preload bcast fallback.datatype)" -gt 0 ] || fail "the MPI_DOUBLE_INT bcast did not fall back"
 echo "interposer_collectives: OK ($np ranks; $(tail -n 1 "$work/native.out"))"

@@ -160,6 +160,196 @@ static void check_movement(MPI_Comm comm, long count) {
   free(want);
 }
 
+/* The bitwise and logical ops on integer types (Blink takes them), against C's own
+ * operators; long long is what Horovod's bit vectors use. */
+#define BITWISE_CHECKS(CT, MT, NAME)                                                             \
+  static void check_bitwise_##NAME(MPI_Comm comm, long count) {                                  \
+    if (count <= 0) return;                                                                      \
+    int rank, size;                                                                              \
+    MPI_Comm_rank(comm, &rank);                                                                  \
+    MPI_Comm_size(comm, &size);                                                                  \
+    MPI_Op ops[6] = {MPI_BAND, MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};                  \
+    const char* op_names[6] = {"band", "bor", "bxor", "land", "lor", "lxor"};                    \
+    CT* in = (CT*)malloc(sizeof(CT) * (size_t)count);                                            \
+    CT* out = (CT*)malloc(sizeof(CT) * (size_t)count);                                           \
+    CT* want = (CT*)malloc(sizeof(CT) * (size_t)count);                                          \
+    for (int o = 0; o < 6; ++o) {                                                                \
+      for (long i = 0; i < count; ++i) {                                                         \
+        /* Bit patterns from the index and rank; every fourth element zero on some rank. */      \
+        in[i] = (i + rank) % 4 == 0 ? (CT)0                                                      \
+                                    : (CT)((unsigned long long)(i * 2654435761u) >> (rank % 5)); \
+        CT acc = 0;                                                                              \
+        for (int r = 0; r < size; ++r) {                                                         \
+          CT v =                                                                                 \
+              (i + r) % 4 == 0 ? (CT)0 : (CT)((unsigned long long)(i * 2654435761u) >> (r % 5)); \
+          if (r == 0) {                                                                          \
+            acc = v;                                                                             \
+            continue;                                                                            \
+          }                                                                                      \
+          if (o == 0) acc = (CT)(acc & v);                                                       \
+          if (o == 1) acc = (CT)(acc | v);                                                       \
+          if (o == 2) acc = (CT)(acc ^ v);                                                       \
+          if (o == 3) acc = (CT)(acc && v);                                                      \
+          if (o == 4) acc = (CT)(acc || v);                                                      \
+          if (o == 5) acc = (CT)(!acc != !v);                                                    \
+        }                                                                                        \
+        want[i] = acc;                                                                           \
+      }                                                                                          \
+      int bad = 0;                                                                               \
+      memset(out, 0x5a, sizeof(CT) * (size_t)count);                                             \
+      MPI_Allreduce(in, out, (int)count, MT, ops[o], comm);                                      \
+      for (long i = 0; i < count; ++i) bad |= out[i] != want[i];                                 \
+      memcpy(out, in, sizeof(CT) * (size_t)count);                                               \
+      MPI_Allreduce(MPI_IN_PLACE, out, (int)count, MT, ops[o], comm);                            \
+      for (long i = 0; i < count; ++i) bad |= out[i] != want[i];                                 \
+      char what[160];                                                                            \
+      snprintf(what, sizeof what, "allreduce %s %s count %ld", #NAME, op_names[o], count);       \
+      report(comm, what, bad);                                                                   \
+    }                                                                                            \
+    free(in);                                                                                    \
+    free(out);                                                                                   \
+    free(want);                                                                                  \
+  }
+
+BITWISE_CHECKS(long long, MPI_LONG_LONG_INT, long_long)
+BITWISE_CHECKS(unsigned char, MPI_UNSIGNED_CHAR, unsigned_char)
+BITWISE_CHECKS(int, MPI_INT, int)
+
+/* The byte of rank r's element i in the vector collectives. */
+static unsigned char vbyte(int r, size_t i) {
+  return (unsigned char)(i * 31 + (size_t)r * 101 + 7);
+}
+
+/* Allgatherv, Gather, Gatherv with uneven blocks (rank r sends count + r * 3 ints, the
+ * last rank none when count is small), placed at displacements with gaps, out of
+ * place and in place, to the first and last root; and Barrier. */
+static void check_vector(MPI_Comm comm, long count) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int* counts = (int*)malloc(sizeof(int) * (size_t)size);
+  int* displs = (int*)malloc(sizeof(int) * (size_t)size);
+  long total = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[r] = (int)(count + r * 3);
+    if (count < 10 && r == size - 1 && size > 1) counts[r] = 0;
+    displs[r] = (int)total + 2; /* a gap of two ints before each block */
+    total += counts[r] + 2;
+  }
+  int* mine = (int*)malloc(sizeof(int) * (size_t)(counts[rank] + 1));
+  int* buf = (int*)malloc(sizeof(int) * (size_t)total);
+  int* want = (int*)malloc(sizeof(int) * (size_t)total);
+  for (int i = 0; i < counts[rank]; ++i) mine[i] = (int)vbyte(rank, (size_t)i) * 65537 - rank;
+  for (long k = 0; k < total; ++k) want[k] = -1;
+  for (int r = 0; r < size; ++r)
+    for (int i = 0; i < counts[r]; ++i) want[displs[r] + i] = (int)vbyte(r, (size_t)i) * 65537 - r;
+  char what[160];
+  int bad = 0;
+  for (long k = 0; k < total; ++k) buf[k] = -1;
+  MPI_Allgatherv(mine, counts[rank], MPI_INT, buf, counts, displs, MPI_INT, comm);
+  bad |= memcmp(buf, want, sizeof(int) * (size_t)total) != 0;
+  for (long k = 0; k < total; ++k) buf[k] = -1;
+  memcpy(buf + displs[rank], mine, sizeof(int) * (size_t)counts[rank]);
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs, MPI_INT, comm);
+  bad |= memcmp(buf, want, sizeof(int) * (size_t)total) != 0;
+  snprintf(what, sizeof what, "allgatherv int count %ld", count);
+  report(comm, what, bad);
+
+  for (int root = 0; root<size; root += size> 1 ? size - 1 : 1) {
+    bad = 0;
+    for (long k = 0; k < total; ++k) buf[k] = -1;
+    MPI_Gatherv(mine, counts[rank], MPI_INT, rank == root ? buf : NULL, counts, displs, MPI_INT,
+                root, comm);
+    if (rank == root) bad |= memcmp(buf, want, sizeof(int) * (size_t)total) != 0;
+    for (long k = 0; k < total; ++k) buf[k] = -1;
+    if (rank == root) memcpy(buf + displs[rank], mine, sizeof(int) * (size_t)counts[rank]);
+    MPI_Gatherv(rank == root ? MPI_IN_PLACE : mine, counts[rank], MPI_INT, buf, counts, displs,
+                MPI_INT, root, comm);
+    if (rank == root) bad |= memcmp(buf, want, sizeof(int) * (size_t)total) != 0;
+    /* Gather: equal blocks of `count` ints. */
+    int* gathered = (int*)malloc(sizeof(int) * (size_t)(count * size + 1));
+    int* mine_eq = (int*)malloc(sizeof(int) * (size_t)(count + 1));
+    for (long i = 0; i < count; ++i) mine_eq[i] = (int)vbyte(rank, (size_t)i) + rank * 1000;
+    memset(gathered, 0, sizeof(int) * (size_t)(count * size));
+    MPI_Datatype block; /* the root receives each rank's ints as one derived item */
+    MPI_Type_contiguous((int)count, MPI_INT, &block);
+    MPI_Type_commit(&block);
+    MPI_Gather(mine_eq, (int)count, MPI_INT, gathered, 1, block, root, comm);
+    MPI_Type_free(&block);
+    if (rank == root)
+      for (int r = 0; r < size; ++r)
+        for (long i = 0; i < count; ++i)
+          bad |= gathered[r * count + i] != (int)vbyte(r, (size_t)i) + r * 1000;
+    memset(gathered, 0, sizeof(int) * (size_t)(count * size));
+    if (rank == root) memcpy(gathered + rank * count, mine_eq, sizeof(int) * (size_t)count);
+    MPI_Gather(rank == root ? MPI_IN_PLACE : mine_eq, (int)count, MPI_INT, gathered, (int)count,
+               MPI_INT, root, comm);
+    if (rank == root)
+      for (int r = 0; r < size; ++r)
+        for (long i = 0; i < count; ++i)
+          bad |= gathered[r * count + i] != (int)vbyte(r, (size_t)i) + r * 1000;
+    free(gathered);
+    free(mine_eq);
+    snprintf(what, sizeof what, "gather gatherv int root %d count %ld", root, count);
+    report(comm, what, bad);
+  }
+
+  /* Reduce_scatter with uneven counts (sums of ints; the last rank may get none). */
+  bad = 0;
+  long n = 0;
+  for (int r = 0; r < size; ++r) n += counts[r];
+  int* rin = (int*)malloc(sizeof(int) * (size_t)(n + 1));
+  int* rout = (int*)malloc(sizeof(int) * (size_t)(n + 1));
+  for (long i = 0; i < n; ++i) rin[i] = (int)((i * 7 + rank * 3) % 11) - 5;
+  long first = 0;
+  for (int r = 0; r < rank; ++r) first += counts[r];
+  MPI_Reduce_scatter(rin, rout, counts, MPI_INT, MPI_SUM, comm);
+  for (int i = 0; i < counts[rank]; ++i) {
+    int w = 0;
+    for (int r = 0; r < size; ++r) w += (int)(((first + i) * 7 + r * 3) % 11) - 5;
+    bad |= rout[i] != w;
+  }
+  memcpy(rout, rin, sizeof(int) * (size_t)n);
+  MPI_Reduce_scatter(MPI_IN_PLACE, rout, counts, MPI_INT, MPI_SUM, comm);
+  for (int i = 0; i < counts[rank]; ++i) {
+    int w = 0;
+    for (int r = 0; r < size; ++r) w += (int)(((first + i) * 7 + r * 3) % 11) - 5;
+    bad |= rout[i] != w;
+  }
+  /* Equal counts: a Reduce_scatter_block in all but name. */
+  int* equal = (int*)malloc(sizeof(int) * (size_t)size);
+  for (int r = 0; r < size; ++r) equal[r] = (int)count;
+  if (count * size <= n) {
+    for (long i = 0; i < count * size; ++i) rin[i] = (int)(i % 13) + rank;
+    MPI_Reduce_scatter(rin, rout, equal, MPI_INT, MPI_MAX, comm);
+    for (long i = 0; i < count; ++i) bad |= rout[i] != (int)((rank * count + i) % 13) + size - 1;
+  }
+  free(equal);
+  free(rin);
+  free(rout);
+  snprintf(what, sizeof what, "reduce_scatter int count %ld", count);
+  report(comm, what, bad);
+
+  /* Barrier, and the nonblocking collectives (MPI's). */
+  MPI_Barrier(comm);
+  bad = 0;
+  long long v = rank + 1, sum = 0;
+  MPI_Request req;
+  MPI_Iallreduce(&v, &sum, 1, MPI_LONG_LONG_INT, MPI_SUM, comm, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  bad |= sum != (long long)size * (size + 1) / 2;
+  v = rank == 0 ? 4242 : 0;
+  MPI_Ibcast(&v, 1, MPI_LONG_LONG_INT, 0, comm, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  bad |= v != 4242;
+  report(comm, "barrier iallreduce ibcast", bad);
+  free(counts);
+  free(displs);
+  free(mine);
+  free(buf);
+  free(want);
+}
+
 /* What Blink must leave to MPI: a user-defined op, MAXLOC on pair types, types
  * whose signature is not a run of one predefined type, logical and bitwise ops;
  * and a strided vector type, which Blink takes (packed). */
@@ -257,6 +447,8 @@ int main(int argc, char** argv) {
       check_int(comms[c], n);
       check_float(comms[c], n);
       check_movement(comms[c], n);
+      check_bitwise_long_long(comms[c], n);
+      check_vector(comms[c], n);
       if (c == 0) {
         check_long(comms[c], n);
         check_unsigned(comms[c], n);
@@ -266,10 +458,17 @@ int main(int argc, char** argv) {
         check_int64(comms[c], n);
         check_ulonglong(comms[c], n);
         check_double(comms[c], n);
+        check_bitwise_unsigned_char(comms[c], n);
+        check_bitwise_int(comms[c], n);
       }
     }
+    check_vector(comms[c], 0); /* zero-byte blocks, some or all */
     check_fallbacks(comms[c]);
   }
+  /* 16 MiB: the bit vectors and the vector collectives on the largest blocks. */
+  if (g_rank == 0) printf("== communicator world, 16 MiB\n");
+  check_bitwise_long_long(MPI_COMM_WORLD, 2L << 20);
+  check_vector(MPI_COMM_WORLD, 4L << 20);
   MPI_Comm_free(&half);
   MPI_Comm_free(&dup);
   if (g_rank == 0) printf("%d checks, %d wrong\n", g_checks, g_failures);

@@ -38,4 +38,18 @@ if ! grep -q 'GPU ranks' <<<"$out"; then  # a machine without GPUs: a host rank 
 fi
 BLINK_TOPO=dgx1-v100 "$info" --topology | grep -q '^source: BLINK_TOPO=dgx1-v100' ||
   fail "blink-info --topology ignores BLINK_TOPO"
+# Every tool names itself and the build on --version; sizes may be decimal.
+for tool in "$dir"/blink-plan "$dir"/blink-sim "$dir"/blink-topo; do
+  name=$(basename "$tool")
+  out=$("$tool" --version) || fail "$name --version exited $?"
+  grep -q "^$name: Blink [0-9]*\.[0-9]*\.[0-9]* (git " <<<"$out" || fail "$name --version: $out"
+done
+out=$("$dir/blink-sim" --topo dgx1-v100 --gpus 0,1 --collective allreduce --bytes 1.5G) ||
+  fail "blink-sim --bytes 1.5G exited $?"
+grep -q '1610612736' <<<"$out" || fail "blink-sim --bytes 1.5G is not 1610612736 bytes: $out"
+"$dir/blink-sim" --topo dgx1-v100 --bytes 1.5X >/dev/null 2>&1
+[ $? -eq 2 ] || fail "blink-sim accepted --bytes 1.5X"
+# blink-topo show: the bandwidth columns stay apart (two spaces at least).
+out=$("$dir/blink-topo" show --topo dgx1-v100) || fail "blink-topo show exited $?"
+grep -Eq 'GB/s[^ ]' <<<"$out" && fail "blink-topo show runs columns together: $out"
 echo "tools_cli: OK"

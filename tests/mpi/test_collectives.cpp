@@ -89,6 +89,18 @@ MPI_Op mpiOp(blinkRedOp_t op) {
       return MPI_MIN;
     case blinkMax:
       return MPI_MAX;
+    case blinkBand:
+      return MPI_BAND;
+    case blinkBor:
+      return MPI_BOR;
+    case blinkBxor:
+      return MPI_BXOR;
+    case blinkLand:
+      return MPI_LAND;
+    case blinkLor:
+      return MPI_LOR;
+    case blinkLxor:
+      return MPI_LXOR;
     default:
       return MPI_OP_NULL;
   }
@@ -598,3 +610,106 @@ TEST(Timeout, APeerThatNeverComesToBuildThePlan) {
 }
 
 }  // namespace
+
+// ---- The bitwise and logical ops, and the barrier --------------------------------
+
+const blinkRedOp_t kBitOps[] = {blinkBand, blinkBor, blinkBxor, blinkLand, blinkLor, blinkLxor};
+
+// Every integer type and bitwise/logical op, on the board (small), the direct path
+// and plans (large), out of place and in place, and on a split communicator: equal
+// to PMPI_Allreduce bit for bit. Inputs are -8..8, so the logical ops see zeros.
+TEST(AllReduce, BitwiseAndLogicalOpsMatchPmpi) {
+  const int world_rank = commRank(MPI_COMM_WORLD);
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, -world_rank, &half);
+  {
+    Comm world(MPI_COMM_WORLD);
+    Comm split(half);
+    for (blinkDataType_t t : kTypes) {
+      if (isFloat(t)) continue;
+      for (blinkRedOp_t op : kBitOps) {
+        for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1009}}) {
+          checkAllReduce(world, t, op, count, false);
+          checkAllReduce(world, t, op, count, true);
+          checkAllReduce(split, t, op, count, false);
+        }
+      }
+    }
+    for (blinkRedOp_t op : {blinkBand, blinkBor, blinkLxor}) {
+      checkAllReduce(world, blinkInt64, op, 300007, false);
+      checkAllReduce(world, blinkUint32, op, std::size_t{1} << 20, true);
+    }
+  }
+  MPI_Comm_free(&half);
+}
+
+TEST(Reduce, BitwiseOpsMatchPmpi) {
+  Comm comm(MPI_COMM_WORLD);
+  const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
+  const int root = n - 1;
+  for (blinkRedOp_t op : kBitOps) {
+    const std::size_t count = 10007;
+    std::vector<std::byte> send = inputs(rank, count, blinkInt64, op);
+    std::vector<std::byte> recv(send.size(), std::byte{0});
+    ASSERT_EQ(blinkReduce(send.data(), rank == root ? recv.data() : nullptr, count, blinkInt64, op,
+                          root, comm.get()),
+              blinkSuccess)
+        << blinkGetLastError();
+    std::vector<std::byte> expected(send.size());
+    PMPI_Reduce(send.data(), expected.data(), static_cast<int>(count), MPI_INT64_T, mpiOp(op), root,
+                MPI_COMM_WORLD);
+    if (rank == root) {
+      ASSERT_EQ(recv, expected) << label(blinkInt64, op, count);
+    }
+  }
+}
+
+TEST(AllReduce, BitwiseOpsRefuseFloatingTypes) {
+  Comm comm(MPI_COMM_WORLD);
+  float x[4] = {}, y[4] = {};
+  for (blinkRedOp_t op : kBitOps) {
+    EXPECT_EQ(blinkAllReduce(x, y, 4, blinkFloat32, op, comm.get()), blinkInvalidArgument);
+  }
+  // Refused together, before any data moved: the communicator stays usable.
+  checkAllReduce(comm, blinkUint16, blinkBor, 17, false);
+}
+
+// The barrier: every rank writes its slot of a shared window, then waits; afterwards
+// every slot must show the round number (a rank that left early could read an old one).
+TEST(Barrier, NoRankLeavesBeforeEveryRankArrived) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  const int rank = commRank(node), n = commSize(node);
+  {
+    Comm comm(node);
+    int* base = nullptr;
+    MPI_Win win = MPI_WIN_NULL;
+    MPI_Win_allocate_shared(static_cast<MPI_Aint>(sizeof(int)), sizeof(int), MPI_INFO_NULL, node,
+                            &base, &win);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    std::vector<volatile int*> slots(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      int* p = nullptr;
+      MPI_Win_shared_query(win, r, &size, &unit, &p);
+      slots[static_cast<std::size_t>(r)] = p;
+    }
+    *slots[static_cast<std::size_t>(rank)] = 0;
+    ASSERT_EQ(blinkBarrier(comm.get()), blinkSuccess) << blinkGetLastError();
+    for (int round = 1; round <= 50; ++round) {
+      *slots[static_cast<std::size_t>(rank)] = round;
+      MPI_Win_sync(win);
+      ASSERT_EQ(blinkBarrier(comm.get()), blinkSuccess) << blinkGetLastError();
+      MPI_Win_sync(win);
+      for (int r = 0; r < n; ++r) {
+        ASSERT_GE(*slots[static_cast<std::size_t>(r)], round) << "rank " << r << " round " << round;
+      }
+      // Nobody writes the next round before everyone has read this one.
+      ASSERT_EQ(blinkBarrier(comm.get()), blinkSuccess) << blinkGetLastError();
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+  }
+  MPI_Comm_free(&node);
+}

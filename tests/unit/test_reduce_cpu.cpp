@@ -268,7 +268,14 @@ TEST(ReduceCpu, NamesAndSizes) {
   EXPECT_EQ(rt::toString(blinkAvg), "avg");
   // (C callers can pass any int; in C++ only values up to the enum's bit width are valid.)
   EXPECT_EQ(rt::toString(static_cast<blinkDataType_t>(15)), "unknown(15)");
-  EXPECT_EQ(rt::toString(static_cast<blinkRedOp_t>(7)), "unknown(7)");
+  EXPECT_EQ(rt::toString(blinkBand), "band");
+  EXPECT_EQ(rt::toString(blinkBor), "bor");
+  EXPECT_EQ(rt::toString(blinkBxor), "bxor");
+  EXPECT_EQ(rt::toString(blinkLand), "land");
+  EXPECT_EQ(rt::toString(blinkLor), "lor");
+  EXPECT_EQ(rt::toString(blinkLxor), "lxor");
+  // (7 was unknown before the bitwise ops took 5..10; 15 is the enum's widest value.)
+  EXPECT_EQ(rt::toString(static_cast<blinkRedOp_t>(15)), "unknown(15)");
   EXPECT_FALSE(rt::isFloating(static_cast<blinkDataType_t>(15)));
   EXPECT_EQ(rt::toString(rt::CpuIsa::Generic), "generic");
   EXPECT_EQ(rt::toString(rt::CpuIsa::Avx2), "avx2");
@@ -295,7 +302,7 @@ TEST(ReduceCpu, RejectsBadArguments) {
   expectInvalid([&] { rt::checkReduction(bad_type, blinkSum); });
   expectInvalid([&] { rt::checkReduction(static_cast<blinkDataType_t>(15), blinkSum); });
   expectInvalid([&] { rt::checkReduction(blinkFloat32, bad_op); });
-  expectInvalid([&] { rt::checkReduction(blinkFloat32, static_cast<blinkRedOp_t>(7)); });
+  expectInvalid([&] { rt::checkReduction(blinkFloat32, static_cast<blinkRedOp_t>(15)); });
   for (blinkDataType_t type : kTypes) {
     for (blinkRedOp_t op : kOps) {
       if (op == blinkAvg && !rt::isFloating(type)) {
@@ -686,3 +693,69 @@ TEST(ReduceCpu, VariantsAgreeBitForBit) {
 }
 
 }  // namespace
+
+// The bitwise and logical ops (MPI_BAND .. MPI_LXOR) on every integer type and variant,
+// against C's own operators; refused on floating types.
+template <typename T>
+void checkBitwiseAndLogical(blinkDataType_t type) {
+  std::mt19937_64 rng(static_cast<std::uint64_t>(type) + 11);
+  const blinkRedOp_t ops[] = {blinkBand, blinkBor, blinkBxor, blinkLand, blinkLor, blinkLxor};
+  for (std::size_t count : kCounts) {
+    std::vector<T> out(count), in(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      // A quarter zeros on each side, so the logical ops see every combination.
+      out[i] = rng() % 4 == 0 ? T{0} : static_cast<T>(rng());
+      in[i] = rng() % 4 == 0 ? T{0} : static_cast<T>(rng());
+    }
+    for (blinkRedOp_t op : ops) {
+      std::vector<T> want(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const T a = out[i], b = in[i];
+        switch (op) {
+          case blinkBand:
+            want[i] = static_cast<T>(a & b);
+            break;
+          case blinkBor:
+            want[i] = static_cast<T>(a | b);
+            break;
+          case blinkBxor:
+            want[i] = static_cast<T>(a ^ b);
+            break;
+          case blinkLand:
+            want[i] = static_cast<T>(a && b);
+            break;
+          case blinkLor:
+            want[i] = static_cast<T>(a || b);
+            break;
+          default:
+            want[i] = static_cast<T>(!a != !b);
+            break;
+        }
+      }
+      for (rt::CpuIsa isa : supportedIsas()) {
+        std::vector<T> got = out;
+        rt::reduceIntoIsa(isa, got.data(), in.data(), count, type, op);
+        ASSERT_EQ(got, want) << rt::toString(isa) << " " << rt::toString(type) << " "
+                             << rt::toString(op) << " count " << count;
+      }
+    }
+  }
+}
+
+TEST(ReduceCpu, BitwiseAndLogicalOps) {
+  checkBitwiseAndLogical<std::int8_t>(blinkInt8);
+  checkBitwiseAndLogical<std::uint8_t>(blinkUint8);
+  checkBitwiseAndLogical<std::int16_t>(blinkInt16);
+  checkBitwiseAndLogical<std::uint16_t>(blinkUint16);
+  checkBitwiseAndLogical<std::int32_t>(blinkInt32);
+  checkBitwiseAndLogical<std::uint32_t>(blinkUint32);
+  checkBitwiseAndLogical<std::int64_t>(blinkInt64);
+  checkBitwiseAndLogical<std::uint64_t>(blinkUint64);
+  float f[2] = {1, 2};
+  for (blinkDataType_t type : {blinkFloat16, blinkBfloat16, blinkFloat32, blinkFloat64}) {
+    for (blinkRedOp_t op : {blinkBand, blinkBor, blinkBxor, blinkLand, blinkLor, blinkLxor}) {
+      expectInvalid([&] { rt::checkReduction(type, op); });
+    }
+  }
+  expectInvalid([&] { rt::reduceInto(f, f + 1, 1, blinkFloat32, blinkBand); });
+}
