@@ -60,7 +60,7 @@ for np in $ranks; do
 done
 settings=$(env | grep '^BLINK_' | sort | tr '\n' ' ' || true)
 python3 - "$csv" "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)" \
-  "${settings:-none (the interposer's defaults)}" \
+  "${settings:-none}" \
   >perf/results/small_calls.md <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
