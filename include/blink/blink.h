@@ -135,6 +135,27 @@ blinkResult_t blinkAllGather(const void* sendbuff, void* recvbuff, size_t sendco
 blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                  blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm);
 
+/* The collectives below have no algorithm of their own: each runs as the ones
+ * above (planned and chosen for its size like any other call). */
+/* Rank r's sendcount (= recvcounts[r]) elements land at recvbuff + displs[r] elements
+ * on every rank; recvcounts are equal on every rank, displs are each rank's own. In
+ * place: sendbuff == recvbuff + displs[rank]. One AllGather of blocks padded to the
+ * largest count. */
+blinkResult_t blinkAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff,
+                              const size_t* recvcounts, const size_t* displs,
+                              blinkDataType_t datatype, blinkComm_t comm);
+/* As AllGather, but only the root's recvbuff (nranks * sendcount elements) is written;
+ * recvbuff may be NULL elsewhere. Runs as an AllGather (every rank receives the blocks
+ * and the others drop them). In place: sendbuff == recvbuff + root * sendcount. */
+blinkResult_t blinkGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                          blinkDataType_t datatype, int root, blinkComm_t comm);
+/* sendbuff holds sum(recvcounts) elements; rank r receives recvcounts[r] elements, the
+ * reduction of every rank's elements from recvcounts[0] + .. + recvcounts[r-1]. Equal
+ * counts: a ReduceScatter; else one of blocks padded to the largest, or one AllReduce of
+ * the input where padding would more than double it. */
+blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                  blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm);
+
 /* Returns on every rank once every rank has called it: an AllReduce of one byte,
  * so it takes whatever path that size is planned on (within a node, the one-round
  * shared-memory board). */

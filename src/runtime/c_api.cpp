@@ -160,6 +160,29 @@ blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t re
       [&] { registry().find(comm)->reduceScatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
+blinkResult_t blinkAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff,
+                              const size_t* recvcounts, const size_t* displs,
+                              blinkDataType_t datatype, blinkComm_t comm) {
+  return guardCApi([&] {
+    blink::runtime::checkType(datatype);
+    registry().find(comm)->allGatherV(sendbuff, sendcount, recvbuff, recvcounts, displs, datatype);
+  });
+}
+
+blinkResult_t blinkGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                          blinkDataType_t datatype, int root, blinkComm_t comm) {
+  return guardCApi([&] {
+    blink::runtime::checkType(datatype);
+    registry().find(comm)->gather(sendbuff, recvbuff, sendcount, datatype, root);
+  });
+}
+
+blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                  blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm) {
+  return guardCApi(
+      [&] { registry().find(comm)->reduceScatterV(sendbuff, recvbuff, recvcounts, datatype, op); });
+}
+
 blinkResult_t blinkBarrier(blinkComm_t comm) {
   return guardCApi([&] { registry().find(comm)->barrier(); });
 }

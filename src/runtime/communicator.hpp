@@ -63,6 +63,13 @@ class Communicator {
   void barrier();
   void reduceScatter(const void* send, void* recv, std::size_t recv_count, blinkDataType_t type,
                      blinkRedOp_t op);
+  // Built on the collectives above (communicator_vector.cpp): blocks padded to the
+  // largest, or (Gather) an AllGather whose other ranks drop the blocks.
+  void allGatherV(const void* send, std::size_t send_count, void* recv,
+                  const std::size_t* recv_counts, const std::size_t* displs, blinkDataType_t type);
+  void gather(const void* send, void* recv, std::size_t send_count, blinkDataType_t type, int root);
+  void reduceScatterV(const void* send, void* recv, const std::size_t* recv_counts,
+                      blinkDataType_t type, blinkRedOp_t op);
 
   std::string explain() const;
   // Decisions cached (one per collective, size, element size and root), and how
@@ -135,6 +142,8 @@ class Communicator {
   double planning_seconds_ = 0.0;         // all decisions together
   std::array<std::uint64_t, kNumAlgorithms> calls_{};
   std::vector<std::byte> scratch_;
+  // The padded blocks of the vector collectives (scratch_ is the collectives' own).
+  std::vector<std::byte> padded_;
 };
 
 }  // namespace blink::runtime
