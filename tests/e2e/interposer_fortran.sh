@@ -5,7 +5,9 @@
 # MPI_Finalize) must show Blink took each collective the program calls through the
 # Fortran bindings, Fortran's INTEGER, REAL and DOUBLE PRECISION reductions included,
 # and BLINK_MPI_DISABLE=1 must hand them all to MPI.
-# Usage: interposer_fortran.sh LIBBLINK_MPI PROGRAM NP MPIEXEC [MPIEXEC_FLAGS...]
+# Usage: interposer_fortran.sh LIBBLINK_MPI|linked PROGRAM NP MPIEXEC [MPIEXEC_FLAGS...]
+# ("linked": PROGRAM is linked with libblink_mpi.so; the "native" run then uses
+# BLINK_MPI_DISABLE=1 as its reference.)
 # Exits 77 (a skip) when PROGRAM was not built: no mpifort at configure time.
 set -euo pipefail
 lib=$1 prog=$2 np=$3 mpiexec=$4
@@ -18,9 +20,17 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-preload=$lib
-asan=$(ldd "$lib" | awk '/libasan/ {print $3}')
-[ -n "$asan" ] && preload="$asan:$lib"
+preload_var=()
+if [ "$lib" != linked ]; then
+  preload=$lib
+  asan=$(ldd "$lib" | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && preload="$asan:$lib"
+  preload_var=(LD_PRELOAD="$preload")
+else
+  # An ASan build of libblink_mpi.so needs its runtime loaded first.
+  asan=$(ldd "$prog" | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && preload_var=(LD_PRELOAD="$asan")
+fi
 
 fail() { echo "FAIL: $*"; for f in "$work"/*; do echo "== $f"; tail -n 40 "$f"; done; exit 1; }
 launch() {
@@ -40,9 +50,13 @@ count() {
   echo "$line" | tr ' ' '\n' | awk -F= -v k="$3" '$1 == k {print $2; found=1} END {if (!found) print 0}'
 }
 
-launch native
-launch preload LD_PRELOAD="$preload" BLINK_DEBUG=INFO
-launch disabled LD_PRELOAD="$preload" BLINK_DEBUG=INFO BLINK_MPI_DISABLE=1
+if [ "$lib" = linked ]; then
+  launch native "${preload_var[@]}" BLINK_MPI_DISABLE=1
+else
+  launch native
+fi
+launch preload "${preload_var[@]}" BLINK_DEBUG=INFO
+launch disabled "${preload_var[@]}" BLINK_DEBUG=INFO BLINK_MPI_DISABLE=1
 
 grep -q " 0 wrong$" "$work/native.out" || fail "the native run is wrong"
 for run in preload disabled; do
