@@ -1,12 +1,12 @@
 // The Fortran entry points of libblink_mpi.so: its collectives, MPI_Init,
-// MPI_Init_thread and MPI_Finalize. Open MPI's Fortran
-// bindings (libmpi_mpifh.so for mpif.h and `use mpi`, libmpi_usempif08.so for
-// `use mpi_f08`) call PMPI_* directly, so the C interposition never sees a Fortran
-// program's calls. These definitions take the names the program itself calls; under
-// LD_PRELOAD (or linked before the MPI libraries) they come first in the dynamic
-// linker's search, convert the arguments as Open MPI's own bindings do, and call the
-// C MPI_* function: Blink's interposer where it defines one, else the MPI library.
-// Either way the C path decides, counts and falls back to PMPI_*.
+// MPI_Init_thread and MPI_Finalize. Open MPI's Fortran bindings (libmpi_mpifh.so
+// for mpif.h and `use mpi`, libmpi_usempif08.so for `use mpi_f08`) call PMPI_*
+// directly, so the C interposition never sees a Fortran program's calls. These
+// definitions take the names the program itself calls; under LD_PRELOAD (or linked
+// before the MPI libraries) they come first in the dynamic linker's search, convert
+// the arguments as Open MPI's own bindings do, and call the C MPI_* function:
+// Blink's interposer where it defines one, else the MPI library. Either way the C
+// path decides, counts and falls back to PMPI_*.
 //
 // Conventions (Open MPI 4.1, gfortran): every argument by reference, buffers as
 // plain addresses (no array descriptors: the bindings declare them "ignore TKR" and
