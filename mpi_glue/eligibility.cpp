@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "fortran_types.hpp"
+
 namespace blink::glue {
 namespace {
 
@@ -42,7 +44,7 @@ std::optional<blinkDataType_t> reductionType(MPI_Datatype t) {
   if (t == MPI_AINT) return integerType<MPI_Aint>();
   if (t == MPI_OFFSET) return integerType<MPI_Offset>();
   if (t == MPI_COUNT) return integerType<MPI_Count>();
-  return std::nullopt;
+  return fortranReductionType(t);
 }
 
 std::optional<blinkRedOp_t> reductionOp(MPI_Op op) {

@@ -14,7 +14,8 @@ namespace blink::glue {
 
 // Blink's type for a predefined MPI type it can reduce: the C/C++ integer and
 // fixed-width types (MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT .. MPI_UNSIGNED_LONG_LONG,
-// MPI_INT8_T .. MPI_UINT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT), MPI_FLOAT and MPI_DOUBLE.
+// MPI_INT8_T .. MPI_UINT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT), MPI_FLOAT and MPI_DOUBLE,
+// and Fortran's INTEGER and REAL types (fortran_types.hpp).
 // MPI_CHAR and MPI_BYTE are not reduction types in MPI; they, derived types and
 // everything else give nullopt.
 std::optional<blinkDataType_t> reductionType(MPI_Datatype type);

@@ -39,6 +39,7 @@ packages=(
   python3-mpi4py python3-numpy python3-matplotlib
   clang-format
   clang libclang-rt-dev  # libFuzzer, for the fuzz tests (tests/fuzz)
+  gfortran  # Open MPI's mpifort, for the Fortran interposer tests (tests/e2e/fortran)
 )
 
 missing=()
