@@ -104,6 +104,7 @@ double combiningSeconds(const Plan& p, const std::vector<double>& rate) {
 void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
                  const treegen::TreeSet& trees, const topo::Topology& t, std::uint64_t bytes,
                  const PlannerOptions& o) {
+  if (trees.undirected && trees.trees.empty() && !trees.budget_exhausted) return;  // disconnected
   if (trees.budget_exhausted && trees.rate_gbps <= 0.0) {
     BLINK_LOG(Info, "planner: no " << trees.collective << " trees on " << t.name()
                                    << " within the planning budget (bound " << trees.bound_gbps
@@ -126,8 +127,11 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
   } else {
     addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
+    // Reduce+broadcast over undirected trees packed at the graph's strength: the best
+    // rate of any tree schedule on symmetric links, which RS+AG reaches only on some
+    // graphs; the simulator decides.
     const std::size_t before = out.size();
-    addTreePlan(out, c, broadcastTrees(t, rootGpu(t, 0), o.pack), t, bytes, o);
+    addTreePlan(out, c, reduceBroadcastTrees(t, o.pack), t, bytes, o);
     if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
   }
   if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
