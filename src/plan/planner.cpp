@@ -126,13 +126,25 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
     addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
   } else {
-    addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
+    const treegen::TreeSet rs_ag = allGatherTrees(t, o.pack);
+    addTreePlan(out, c, rs_ag, t, bytes, o);
     // Reduce+broadcast over undirected trees packed at the graph's strength: the best
     // rate of any tree schedule on symmetric links, which RS+AG reaches only on some
-    // graphs; the simulator decides.
-    const std::size_t before = out.size();
-    addTreePlan(out, c, reduceBroadcastTrees(t, o.pack), t, bytes, o);
-    if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
+    // graphs; the simulator decides between them. Where its packed rate is below
+    // RS+AG's (N * rate / 2; switch graphs, where splitting loses capacity), it is
+    // not simulated: its many trees cost seconds of simulation at 1 GiB on
+    // dgx-a100:2, for a plan that loses.
+    const treegen::TreeSet rb = reduceBroadcastTrees(t, o.pack);
+    const double rs_ag_gbps = rs_ag.rate_gbps * static_cast<double>(t.gpus().size()) / 2.0;
+    if (rb.rate_gbps >= rs_ag_gbps * (1.0 - 1e-9)) {
+      const std::size_t before = out.size();
+      addTreePlan(out, c, rb, t, bytes, o);
+      if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
+    } else {
+      BLINK_LOG(Info, "planner: reduce+broadcast on " << t.name() << " packs " << rb.rate_gbps
+                                                      << " GB/s, below reducescatter+allgather's "
+                                                      << rs_ag_gbps << ": not simulated");
+    }
   }
   if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
     BLINK_LOG(Info,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
+#include <set>
 #include <tuple>
 
 namespace blink::treegen {
@@ -31,6 +33,13 @@ void addEdge(std::vector<RouteEdge>& edges, int u, int w, Capacity x, Route rout
   edges.push_back({u, w, x, std::move(route)});
 }
 
+// One more than the largest vertex the edges name (and s).
+int parentCount(const std::vector<RouteEdge>& edges, int s) {
+  int most = s;
+  for (const auto& e : edges) most = std::max({most, e.u, e.v});
+  return most + 1;
+}
+
 // Pairs edges at s until none may be paired; returns the capacity left at s.
 Capacity splitVertex(std::vector<RouteEdge>& edges, int s, Budget* budget) {
   while (true) {
@@ -53,17 +62,29 @@ Capacity splitVertex(std::vector<RouteEdge>& edges, int s, Budget* budget) {
       if (c > load[u]) u = v;
     }
     std::map<int, Capacity> direct;  // capacity u has to each vertex already
+    std::vector<int> component(parentCount(edges, s));
+    std::iota(component.begin(), component.end(), 0);
+    auto find = [&](int x) {
+      while (component[x] != x) x = component[x] = component[component[x]];
+      return x;
+    };
     for (const auto& e : edges) {
       if (e.u == u && e.v != s) direct[e.v] += e.capacity;
       if (e.v == u && e.u != s) direct[e.u] += e.capacity;
+      if (e.u != s && e.v != s) component[find(e.u)] = find(e.v);
     }
     std::vector<int> exits;
     for (int i : incident) {
       if (other(i) != u) exits.push_back(i);
     }
-    // Prefer exits u has little direct capacity to: new routes, not more of the same.
+    // Prefer exits that join what is not yet connected without s (the other node
+    // behind a network switch), then those u has little direct capacity to: new
+    // routes, not more of the same.
+    auto preference = [&](int i) {
+      return std::make_pair(find(other(i)) == find(u), direct[other(i)]);
+    };
     std::stable_sort(exits.begin(), exits.end(),
-                     [&](int x, int y) { return direct[other(x)] < direct[other(y)]; });
+                     [&](int x, int y) { return preference(x) < preference(y); });
     const int from_u =
         *std::find_if(incident.begin(), incident.end(), [&](int i) { return other(i) == u; });
     bool split = false;
@@ -113,19 +134,29 @@ std::vector<RouteEdge> splitOffSwitchesUndirected(const PackingGraph& g,
                                                   Capacity* capacity_scale) {
   for (auto& e : edges) e.capacity *= 2;
   *capacity_scale = 2;
-  // Switches next to many GPUs first (as in switch_splitting.cpp): from the leaves of
-  // a PCIe tree inwards, each CPU is left with GPU routes to pair.
-  std::vector<int> gpu_neighbours(static_cast<std::size_t>(g.numVertices()), 0);
-  for (const auto& e : edges) {
-    if (g.isTerminal(e.u) != g.isTerminal(e.v)) ++gpu_neighbours[g.isTerminal(e.u) ? e.v : e.u];
-  }
-  std::vector<int> order;
-  for (int v = g.num_terminals; v < g.numVertices(); ++v) order.push_back(v);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int x, int y) { return gpu_neighbours[x] > gpu_neighbours[y]; });
-  for (int s : order) {
-    const Capacity left = splitVertex(edges, s, g.budget);
-    if (left > 0 && unpaired != nullptr && g.topo_vertex[s] != kVirtualVertex) {
+  // Leaves first, counted afresh after every split: the switch with the fewest
+  // switch neighbours left, then the most GPU neighbours, then the lowest index.
+  // So a PCIe tree is split from its leaves inwards and a network switch only once
+  // its NICs are, when its edges lead to GPUs (whose components say which pairs
+  // are new connections).
+  std::vector<bool> done(static_cast<std::size_t>(g.numVertices()), false);
+  for (int left = g.numVertices() - g.num_terminals; left > 0; --left) {
+    std::vector<std::set<int>> gpus(static_cast<std::size_t>(g.numVertices()));
+    std::vector<std::set<int>> switches(gpus.size());
+    for (const auto& e : edges) {
+      (g.isTerminal(e.v) ? gpus : switches)[e.u].insert(e.v);
+      (g.isTerminal(e.u) ? gpus : switches)[e.v].insert(e.u);
+    }
+    int s = -1;
+    auto key = [&](int v) {
+      return std::make_pair(switches[v].size(), -static_cast<long>(gpus[v].size()));
+    };
+    for (int v = g.num_terminals; v < g.numVertices(); ++v) {
+      if (!done[v] && (s < 0 || key(v) < key(s))) s = v;
+    }
+    done[s] = true;
+    const Capacity left_over = splitVertex(edges, s, g.budget);
+    if (left_over > 0 && unpaired != nullptr && g.topo_vertex[s] != kVirtualVertex) {
       unpaired->push_back(topology.device(g.topo_vertex[s]).id);
     }
     std::erase_if(edges, [&](const RouteEdge& e) { return e.u == s || e.v == s; });
