@@ -21,9 +21,11 @@ Plan header(Collective c, const treegen::TreeSet& trees, const topo::Topology& t
   Plan plan = emptyPlan(c, "blink-trees", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
   if (plan.num_ranks == 0) throw Error(blinkInvalidArgument, "the topology has no GPUs");
-  plan.notes.push_back(trees.method + " trees: " + std::to_string(trees.trees.size()) + ", " +
-                       std::to_string(trees.rate_gbps) + " of " + std::to_string(trees.bound_gbps) +
-                       " GB/s");
+  plan.notes.push_back(
+      trees.method + (trees.undirected ? " reduce+broadcast" : "") +
+      " trees: " + std::to_string(trees.trees.size()) + ", " + std::to_string(trees.rate_gbps) +
+      " of " + std::to_string(trees.bound_gbps) + " GB/s" +
+      (trees.undirected ? " (the tree-schedule optimum: the graph's strength)" : ""));
   return plan;
 }
 

@@ -102,9 +102,9 @@ treegen::TreeSet planAllReduce(const topo::Topology& t, const treegen::PackOptio
   note << "AllReduce as "
        << (reduce_broadcast ? "reduce + broadcast over undirected trees"
                             : "ReduceScatter + AllGather")
-       << "; rates are bytes / time. reduce+broadcast " << rb.rate_gbps << " GB/s ("
-       << rb.trees.size() << " trees), reducescatter+allgather " << rs_ag.rate_gbps
-       << " GB/s; tree-schedule optimum " << optimum << " GB/s"
+       << "; rates are bytes / time. reducescatter+allgather " << rs_ag.rate_gbps << " GB/s ("
+       << rs_ag.trees.size() << " trees), reduce+broadcast " << rb.rate_gbps << " GB/s ("
+       << rb.trees.size() << " trees); tree-schedule optimum " << optimum << " GB/s"
        << (bounds.reduce_broadcast_exact ? " (the graph's strength)"
                                          : " (switches split off: not a proven bound)")
        << ", cut and traffic bound " << cut_bound << " GB/s";

@@ -425,6 +425,12 @@ TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& o
   return set;
 }
 
+double laneGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links) {
+  PackingGraph g = buildPackingGraph(topology, links);
+  toLanes(g);
+  return g.unit_gbps;
+}
+
 double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
                           const std::set<topo::LinkKind>& links) {
   PackingGraph g = buildPackingGraph(topology, links);

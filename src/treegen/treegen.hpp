@@ -79,6 +79,12 @@ struct AllReduceBounds {
 AllReduceBounds allReduceBounds(const topo::Topology& topology,
                                 const std::set<topo::LinkKind>& links);
 
+// The lane: the largest GB/s that every allowed link's capacity (and every rate an
+// exact packing reaches on integral lanes) is a whole multiple of. An exact
+// Broadcast packing at a bound of k lanes holds at most k trees; perf/treegen
+// reports trees over that integral optimum.
+double laneGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links);
+
 double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
                           const std::set<topo::LinkKind>& links);
 
