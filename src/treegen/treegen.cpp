@@ -394,9 +394,28 @@ TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& o
   std::vector<RouteEdge> edges = undirectedEdges(g);
   const bool switches = g.numVertices() > g.num_terminals;
   if (switches) {
-    std::vector<std::string> unpaired;
+    // Both pairing rules (undirected_splitting.hpp); the stronger GPU graph wins,
+    // greedy pairing on ties.
+    std::vector<std::string> unpaired, unpaired_halved;
     Capacity scale = 1;
-    edges = splitOffSwitchesUndirected(g, std::move(edges), topology, &unpaired, &scale);
+    std::vector<RouteEdge> greedy =
+        splitOffSwitchesUndirected(g, edges, topology, &unpaired, &scale, false);
+    std::vector<RouteEdge> halved =
+        splitOffSwitchesUndirected(g, edges, topology, &unpaired_halved, &scale, true);
+    auto strength = [&](const std::vector<RouteEdge>& split) {
+      std::vector<UndirectedEdge> weighted;
+      for (const auto& e : split) {
+        weighted.push_back({e.u, e.v, static_cast<double>(e.capacity)});
+      }
+      g.budget->spend(static_cast<std::int64_t>(split.size() + 1) * g.num_terminals);
+      return graphStrength(g.num_terminals, weighted).strength;
+    };
+    if (strength(halved) > strength(greedy)) {
+      edges = std::move(halved);
+      unpaired = std::move(unpaired_halved);
+    } else {
+      edges = std::move(greedy);
+    }
     g.unit_gbps /= static_cast<double>(scale);
     set.notes.push_back(
         "switches split off: the bound is the strength of the GPU graph left, which trees "

@@ -41,7 +41,7 @@ int parentCount(const std::vector<RouteEdge>& edges, int s) {
 }
 
 // Pairs edges at s until none may be paired; returns the capacity left at s.
-Capacity splitVertex(std::vector<RouteEdge>& edges, int s, Budget* budget) {
+Capacity splitVertex(std::vector<RouteEdge>& edges, int s, bool halve_joins, Budget* budget) {
   while (true) {
     if (budget != nullptr) budget->spend(static_cast<std::int64_t>(edges.size()));
     std::vector<int> incident;
@@ -91,6 +91,12 @@ Capacity splitVertex(std::vector<RouteEdge>& edges, int s, Budget* budget) {
     for (int ib : exits) {
       const int w = other(ib);
       Capacity x = std::min(edges[from_u].capacity, edges[ib].capacity);
+      // Joining two components, take at most half of the smaller side while s has
+      // other neighbours: all of it could leave the pair an island of its own (two
+      // GPUs under one PCIe switch, paired only with each other).
+      if (halve_joins && find(u) != find(w) && load.size() > 2) {
+        x = std::min(x, (std::min(load[u], load[w]) + 1) / 2);
+      }
       for (auto [v, c] : load) {
         if (v != u && v != w) x = std::min(x, (total - 2 * c) / 2);
       }
@@ -131,7 +137,7 @@ std::vector<RouteEdge> splitOffSwitchesUndirected(const PackingGraph& g,
                                                   std::vector<RouteEdge> edges,
                                                   const topo::Topology& topology,
                                                   std::vector<std::string>* unpaired,
-                                                  Capacity* capacity_scale) {
+                                                  Capacity* capacity_scale, bool halve_joins) {
   for (auto& e : edges) e.capacity *= 2;
   *capacity_scale = 2;
   // Leaves first, counted afresh after every split: the switch with the fewest
@@ -155,7 +161,7 @@ std::vector<RouteEdge> splitOffSwitchesUndirected(const PackingGraph& g,
       if (!done[v] && (s < 0 || key(v) < key(s))) s = v;
     }
     done[s] = true;
-    const Capacity left_over = splitVertex(edges, s, g.budget);
+    const Capacity left_over = splitVertex(edges, s, halve_joins, g.budget);
     if (left_over > 0 && unpaired != nullptr && g.topo_vertex[s] != kVirtualVertex) {
       unpaired->push_back(topology.device(g.topo_vertex[s]).id);
     }

@@ -37,10 +37,14 @@ std::vector<RouteEdge> undirectedEdges(const PackingGraph& g);
 // returns the edges between terminals. Capacities are doubled first so that halves
 // stay whole: the caller halves the unit (`*capacity_scale` is set to 2). Switches
 // with capacity left unpaired go to `unpaired`. Charges g.budget (scans).
+// halve_joins: a pair that joins two components takes at most half of the smaller
+// side while the switch has other neighbours. Neither rule is best everywhere (on
+// pcie-8gpu greedy pairing strands two GPUs; on dgx1-v100:2 halving loses a
+// quarter of the strength): callers try both and keep the stronger graph.
 std::vector<RouteEdge> splitOffSwitchesUndirected(const PackingGraph& g,
                                                   std::vector<RouteEdge> edges,
                                                   const topo::Topology& topology,
                                                   std::vector<std::string>* unpaired,
-                                                  Capacity* capacity_scale);
+                                                  Capacity* capacity_scale, bool halve_joins);
 
 }  // namespace blink::treegen
