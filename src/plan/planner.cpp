@@ -134,16 +134,21 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     // RS+AG's (N * rate / 2; switch graphs, where splitting loses capacity), it is
     // not simulated: its many trees cost seconds of simulation at 1 GiB on
     // dgx-a100:2, for a plan that loses.
-    const treegen::TreeSet rb = reduceBroadcastTrees(t, o.pack);
-    const double rs_ag_gbps = rs_ag.rate_gbps * static_cast<double>(t.gpus().size()) / 2.0;
-    if (rb.rate_gbps >= rs_ag_gbps * (1.0 - 1e-9)) {
-      const std::size_t before = out.size();
-      addTreePlan(out, c, rb, t, bytes, o);
-      if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
-    } else {
-      BLINK_LOG(Info, "planner: reduce+broadcast on " << t.name() << " packs " << rb.rate_gbps
-                                                      << " GB/s, below reducescatter+allgather's "
-                                                      << rs_ag_gbps << ": not simulated");
+    // Within one node only: on clusters the flat undirected trees (tens of them, over
+    // every NIC) lost to the hierarchical plan and doubled the simulation's time and
+    // memory at 1 GiB (dgx1-v100:2: 1.6 -> 2.8 s, 155 -> 227 MB).
+    if (!isMultiNode(t)) {
+      const treegen::TreeSet rb = reduceBroadcastTrees(t, o.pack);
+      const double rs_ag_gbps = rs_ag.rate_gbps * static_cast<double>(t.gpus().size()) / 2.0;
+      if (rb.rate_gbps >= rs_ag_gbps * (1.0 - 1e-9)) {
+        const std::size_t before = out.size();
+        addTreePlan(out, c, rb, t, bytes, o);
+        if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
+      } else {
+        BLINK_LOG(Info, "planner: reduce+broadcast on " << t.name() << " packs " << rb.rate_gbps
+                                                        << " GB/s, below reducescatter+allgather's "
+                                                        << rs_ag_gbps << ": not simulated");
+      }
     }
   }
   if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {

@@ -70,9 +70,9 @@ Choice choosePlan(Collective collective, const topo::Topology& topology, std::ui
 
 // Blink's candidates alone, each lowered and simulated: flat trees over the whole
 // topology (for AllReduce both shapes: ReduceScatter + AllGather, and reduce +
-// broadcast over undirected trees packed at the graph's strength, the latter only
-// where its packed rate is not below the former's), and where the GPUs lie on
-// several nodes the hierarchical plan ("blink-hierarchical").
+// broadcast over undirected trees packed at the graph's strength, the latter within
+// one node and only where its packed rate is not below the former's), and where the
+// GPUs lie on several nodes the hierarchical plan ("blink-hierarchical").
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
                                                      const topo::Topology& topology,
                                                      std::uint64_t bytes, int root_rank,
