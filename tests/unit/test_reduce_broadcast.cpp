@@ -206,8 +206,9 @@ void checkPlannedAllReduce(const std::string& machine, const std::vector<int>& g
   EXPECT_TRUE(ring);
 }
 
-// Simulating 1 GiB on all 438 allocations takes about a minute of CPU (8-GPU views
-// take seconds each), so the suite checks every 6th allocation of each machine
+// Planning and simulating 1 GiB on all 438 allocations takes about 50 s on a shared
+// 2-core machine (8-GPU views about a second each), so the suite checks every 6th
+// allocation of each machine
 // (73, a deterministic spread over every size) plus the whole machines and the
 // issue's views; the full enumeration is the disabled test below (run it with
 // --gtest_also_run_disabled_tests: it passed on every allocation when this landed).
