@@ -2,6 +2,7 @@
 // subset (sizes 3..8) of DGX-1P and DGX-1V, for the exact and MWU packers.
 // Writes one CSV row per case and method, and a Markdown summary.
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -22,11 +23,14 @@ namespace treegen = blink::treegen;
 const char* kHelp =
     R"(Usage: treegen_bench [--csv FILE] [--markdown FILE] [--fine-sample N] [--quick]
 
-Packs broadcast trees (root: the lowest GPU) and AllGather trees for every zoo machine
+Packs broadcast trees (root: the lowest GPU), AllGather trees and reduce+broadcast
+(undirected AllReduce) trees for every zoo machine
 and for every GPU subset of sizes 3..8 of dgx1-p100 and dgx1-v100 (219 each), with
 the exact packer and MWU at epsilon 0.1 (and 0.01, then minimised, on the DGX-1
 graphs, where it takes seconds rather than minutes), and reports bound, rate/bound,
-tree count and milliseconds (wall time, one core) per method.
+tree count, trees over the integral optimum (the rate in lanes, treegen::laneGbps;
+per root times the roots for AllGather) and milliseconds (wall time, one core) per
+method.
 
   --csv FILE        one row per case and method (default perf/results/treegen.csv)
   --markdown FILE   the summary tables (default perf/results/treegen.md)
@@ -47,6 +51,11 @@ struct Row {
   int gpus = 0;
   double bound = 0, rate = 0, millis = 0;
   std::size_t trees = 0;
+  // The integral optimum: the rate in lanes (treegen::laneGbps), rounded up, per
+  // root for AllGather times the roots; an exact packing on integral lanes holds
+  // at most that many trees.
+  double lanes = 0;
+  double treesOverIntegral() const { return lanes > 0 ? static_cast<double>(trees) / lanes : 0.0; }
   bool unsplit = false;
   double ratio() const { return bound > 0 ? rate / bound : 1.0; }
 };
@@ -72,7 +81,8 @@ Row run(const Case& c, const std::string& collective, treegen::Method method, do
       collective == "broadcast"
           ? treegen::packBroadcast(c.topology, c.topology.device(c.topology.gpus()[0]).gpu_index,
                                    options)
-          : treegen::packAllGather(c.topology, options);
+      : collective == "allgather" ? treegen::packAllGather(c.topology, options)
+                                  : treegen::packReduceBroadcast(c.topology, options);
   Row r;
   r.group = c.group;
   r.name = c.name;
@@ -85,6 +95,9 @@ Row run(const Case& c, const std::string& collective, treegen::Method method, do
   r.rate = set.rate_gbps;
   r.millis = set.millis;
   r.trees = set.trees.size();
+  const double lane = treegen::laneGbps(c.topology, c.links);
+  const double per_root = std::ceil(set.rate_gbps / lane - 1e-9);
+  r.lanes = collective == "allgather" ? per_root * r.gpus : per_root;
   for (const auto& n : set.notes) r.unsplit |= n.find("could not be split") != std::string::npos;
   return r;
 }
@@ -139,9 +152,10 @@ int main(int argc, char** argv) {
     int index = 0;
     for (const auto& c : cases) {
       const bool cluster = c.name.find(':') != std::string::npos;
-      for (const char* collective : {"broadcast", "allgather"}) {
+      for (const char* collective : {"broadcast", "allgather", "reduce+broadcast"}) {
         rows.push_back(run(c, collective, treegen::Method::Exact, 0.1, false));
-        if (cluster) continue;  // MWU on 64 GPUs takes minutes; the exact packer is the product
+        if (cluster || std::string(collective) == "reduce+broadcast")
+          continue;  // MWU on 64 GPUs takes minutes; the exact packer is the product
         rows.push_back(run(c, collective, treegen::Method::Mwu, 0.1, false));
         // epsilon 0.01 needs ~100x the iterations of 0.1: DGX-1 graphs only.
         const bool dgx1 = c.name.rfind("dgx1", 0) == 0;
@@ -156,28 +170,30 @@ int main(int argc, char** argv) {
 
     std::ofstream csv(csv_path);
     csv << "group,case,gpus,collective,method,bound_gbps,rate_gbps,rate_over_bound,trees,millis,"
-           "unsplit_switch\n";
+           "unsplit_switch,trees_over_integral_optimum\n";
     for (const auto& r : rows) {
       csv << r.group << ",\"" << r.name << "\"," << r.gpus << "," << r.collective << "," << r.method
           << "," << std::setprecision(10) << r.bound << "," << r.rate << "," << r.ratio() << ","
-          << r.trees << "," << std::setprecision(6) << r.millis << "," << (r.unsplit ? 1 : 0)
-          << "\n";
+          << r.trees << "," << std::setprecision(6) << r.millis << "," << (r.unsplit ? 1 : 0) << ","
+          << std::setprecision(4) << r.treesOverIntegral() << "\n";
     }
 
     // Summary: per group, collective and method: cases, min rate/bound, trees, max ms.
     std::ostringstream md;
     md << "| cases | collective | method | n | min rate/bound | mean trees | max trees | "
-          "median ms | max ms |\n|---|---|---|---|---|---|---|---|---|\n";
+          "max trees / integral optimum | median ms | max ms |\n"
+          "|---|---|---|---|---|---|---|---|---|---|\n";
     std::map<std::tuple<std::string, std::string, std::string>, std::vector<Row>> groups;
     for (const auto& r : rows) groups[{r.group, r.collective, r.method}].push_back(r);
     for (auto& [key, list] : groups) {
-      double min_ratio = 1.0, trees = 0, max_ms = 0;
+      double min_ratio = 1.0, trees = 0, max_ms = 0, max_over_integral = 0;
       std::size_t max_trees = 0;
       std::vector<double> ms;
       for (const auto& r : list) {
         min_ratio = std::min(min_ratio, r.ratio());
         trees += static_cast<double>(r.trees);
         max_trees = std::max(max_trees, r.trees);
+        max_over_integral = std::max(max_over_integral, r.treesOverIntegral());
         max_ms = std::max(max_ms, r.millis);
         ms.push_back(r.millis);
       }
@@ -185,13 +201,14 @@ int main(int argc, char** argv) {
       md << "| " << std::get<0>(key) << " | " << std::get<1>(key) << " | " << std::get<2>(key)
          << " | " << list.size() << " | " << std::fixed << std::setprecision(6) << min_ratio
          << " | " << std::setprecision(1) << trees / static_cast<double>(list.size()) << " | "
-         << max_trees << " | " << std::setprecision(2) << ms[ms.size() / 2] << " | " << max_ms
-         << " |\n"
+         << max_trees << " | " << std::setprecision(3) << max_over_integral << " | "
+         << std::setprecision(2) << ms[ms.size() / 2] << " | " << max_ms << " |\n"
          << std::defaultfloat;
     }
-    md << "\n| machine | GPUs | broadcast bound GB/s | exact rate/bound | exact trees | exact ms | "
-          "mwu0.1 rate/bound | mwu0.1 trees | allgather bound GB/s | allgather exact ms |\n"
-          "|---|---|---|---|---|---|---|---|---|---|\n";
+    md << "\n| machine | GPUs | broadcast bound GB/s | exact rate/bound | exact trees | "
+          "trees / integral optimum | exact ms | mwu0.1 rate/bound | mwu0.1 trees | allgather "
+          "bound GB/s | allgather exact ms | reduce+broadcast GB/s | its trees |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& c : cases) {
       if (c.group != "zoo") continue;
       auto find = [&](const std::string& coll, const std::string& method) -> const Row* {
@@ -203,11 +220,13 @@ int main(int argc, char** argv) {
       const Row* e = find("broadcast", "exact");
       const Row* m = find("broadcast", "mwu0.1");
       const Row* a = find("allgather", "exact");
+      const Row* rb = find("reduce+broadcast", "exact");
       md << "| " << c.name << " | " << e->gpus << " | " << std::setprecision(6) << e->bound << " | "
-         << e->ratio() << " | " << e->trees << " | " << std::setprecision(3) << e->millis << " | "
+         << e->ratio() << " | " << e->trees << " | " << std::setprecision(3)
+         << e->treesOverIntegral() << " | " << e->millis << " | "
          << (m ? std::to_string(m->ratio()) : "-") << " | " << (m ? std::to_string(m->trees) : "-")
          << " | " << std::setprecision(6) << a->bound << " | " << std::setprecision(3) << a->millis
-         << " |\n";
+         << " | " << std::setprecision(6) << rb->rate << " | " << rb->trees << " |\n";
     }
     std::ofstream(md_path) << md.str();
     std::cout << md.str();

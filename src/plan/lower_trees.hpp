@@ -23,8 +23,9 @@ struct LowerOptions {
   // one root's trees; at most, see channelsForTree): a tree's data is split evenly
   // among them, each with an equal part of the tree's share, and their chunks are
   // staggered so that one channel's bytes flow while another waits out its per-step
-  // latency (double buffering). Trees of every root at once get one channel each
-  // (why: lower_trees.cpp). 1: one channel per tree everywhere.
+  // latency (double buffering). Trees of every root at once, and reduce+broadcast's
+  // undirected trees when there are 4 or more, get one channel each (why:
+  // lower_trees.cpp). 1: one channel per tree everywhere.
   int channels_per_tree = 2;
   // How the data is divided among the trees (index: tree; within each root's trees
   // for AllGather, ReduceScatter and multi-root AllReduce), in any positive units.

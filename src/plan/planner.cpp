@@ -104,6 +104,7 @@ double combiningSeconds(const Plan& p, const std::vector<double>& rate) {
 void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
                  const treegen::TreeSet& trees, const topo::Topology& t, std::uint64_t bytes,
                  const PlannerOptions& o) {
+  if (trees.undirected && trees.trees.empty() && !trees.budget_exhausted) return;  // disconnected
   if (trees.budget_exhausted && trees.rate_gbps <= 0.0) {
     BLINK_LOG(Info, "planner: no " << trees.collective << " trees on " << t.name()
                                    << " within the planning budget (bound " << trees.bound_gbps
@@ -125,10 +126,30 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
     addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
   } else {
-    addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
-    const std::size_t before = out.size();
-    addTreePlan(out, c, broadcastTrees(t, rootGpu(t, 0), o.pack), t, bytes, o);
-    if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
+    const treegen::TreeSet rs_ag = allGatherTrees(t, o.pack);
+    addTreePlan(out, c, rs_ag, t, bytes, o);
+    // Reduce+broadcast over undirected trees packed at the graph's strength: the best
+    // rate of any tree schedule on symmetric links, which RS+AG reaches only on some
+    // graphs; the simulator decides between them. Where its packed rate is below
+    // RS+AG's (N * rate / 2; switch graphs, where splitting loses capacity), it is
+    // not simulated: its many trees cost seconds of simulation at 1 GiB on
+    // dgx-a100:2, for a plan that loses.
+    // Within one node only: on clusters the flat undirected trees (tens of them, over
+    // every NIC) lost to the hierarchical plan and doubled the simulation's time and
+    // memory at 1 GiB (dgx1-v100:2: 1.6 -> 2.8 s, 155 -> 227 MB).
+    if (!isMultiNode(t)) {
+      const treegen::TreeSet rb = reduceBroadcastTrees(t, o.pack);
+      const double rs_ag_gbps = rs_ag.rate_gbps * static_cast<double>(t.gpus().size()) / 2.0;
+      if (rb.rate_gbps >= rs_ag_gbps * (1.0 - 1e-9)) {
+        const std::size_t before = out.size();
+        addTreePlan(out, c, rb, t, bytes, o);
+        if (out.size() > before) out.back().first.algorithm = "blink-trees reduce+broadcast";
+      } else {
+        BLINK_LOG(Info, "planner: reduce+broadcast on " << t.name() << " packs " << rb.rate_gbps
+                                                        << " GB/s, below reducescatter+allgather's "
+                                                        << rs_ag_gbps << ": not simulated");
+      }
+    }
   }
   if (isMultiNode(t) && o.pack.budget && o.pack.budget->exhausted()) {
     BLINK_LOG(Info,

@@ -69,8 +69,10 @@ Choice choosePlan(Collective collective, const topo::Topology& topology, std::ui
                   int root_rank, const PlannerOptions& options);
 
 // Blink's candidates alone, each lowered and simulated: flat trees over the whole
-// topology (both AllReduce shapes), and where the GPUs lie on several nodes the
-// hierarchical plan ("blink-hierarchical").
+// topology (for AllReduce both shapes: ReduceScatter + AllGather, and reduce +
+// broadcast over undirected trees packed at the graph's strength, the latter within
+// one node and only where its packed rate is not below the former's), and where the
+// GPUs lie on several nodes the hierarchical plan ("blink-hierarchical").
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
                                                      const topo::Topology& topology,
                                                      std::uint64_t bytes, int root_rank,

@@ -100,6 +100,11 @@ treegen::TreeSet allGatherTrees(const topo::Topology& t, const treegen::PackOpti
   return lookup(keyOf(t, -1, o), o, [&] { return treegen::packAllGather(t, o); });
 }
 
+treegen::TreeSet reduceBroadcastTrees(const topo::Topology& t, const treegen::PackOptions& o) {
+  // Root -2 stands for the undirected shape (-1: every GPU, >= 0: one root).
+  return lookup(keyOf(t, -2, o), o, [&] { return treegen::packReduceBroadcast(t, o); });
+}
+
 TreeCacheStats treeCacheStats() {
   std::lock_guard lock(cache().mutex);
   return cache().stats;

@@ -20,6 +20,9 @@ treegen::TreeSet broadcastTrees(const topo::Topology& topology, int root_gpu,
                                 const treegen::PackOptions& options);
 treegen::TreeSet allGatherTrees(const topo::Topology& topology,
                                 const treegen::PackOptions& options);
+// treegen::packReduceBroadcast (AllReduce's undirected trees) through the cache.
+treegen::TreeSet reduceBroadcastTrees(const topo::Topology& topology,
+                                      const treegen::PackOptions& options);
 
 struct TreeCacheStats {
   std::size_t hits = 0;

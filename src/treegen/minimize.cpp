@@ -84,18 +84,25 @@ void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
   const std::size_t before = set.trees.size();
   if (before <= 1) return;
 
-  // Rows: one per directed device pair a route uses, one per root.
+  // Rows: one per directed device pair a route uses, one per root. Undirected
+  // (reduce+broadcast) trees load both directions of every hop alike and may
+  // root anywhere: one row per unordered pair, one row for the rate.
+  auto hop = [&](topo::Vertex a, topo::Vertex b) -> std::pair<topo::Vertex, topo::Vertex> {
+    if (set.undirected && b < a) return {b, a};
+    return {a, b};
+  };
+  auto rootKey = [&](const Tree& tree) { return set.undirected ? -1 : tree.root_gpu; };
   std::map<std::pair<topo::Vertex, topo::Vertex>, std::size_t> row_of_hop;
   std::map<int, std::size_t> row_of_root;
   for (const auto& tree : set.trees) {
     for (const auto& e : tree.edges) {
       for (std::size_t k = 0; k + 1 < e.route.size(); ++k) {
-        row_of_hop.emplace(std::make_pair(e.route[k], e.route[k + 1]), row_of_hop.size());
+        row_of_hop.emplace(hop(e.route[k], e.route[k + 1]), row_of_hop.size());
       }
     }
   }
   for (const auto& tree : set.trees) {
-    row_of_root.emplace(tree.root_gpu, row_of_hop.size() + row_of_root.size());
+    row_of_root.emplace(rootKey(tree), row_of_hop.size() + row_of_root.size());
   }
   const std::size_t dim = row_of_hop.size() + row_of_root.size();
   std::vector<Vector> vectors;
@@ -103,10 +110,10 @@ void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
     Vector v(dim, 0.0);
     for (const auto& e : tree.edges) {
       for (std::size_t k = 0; k + 1 < e.route.size(); ++k) {
-        v[row_of_hop.at({e.route[k], e.route[k + 1]})] += 1.0;
+        v[row_of_hop.at(hop(e.route[k], e.route[k + 1]))] += 1.0;
       }
     }
-    v[row_of_root.at(tree.root_gpu)] = 1.0;
+    v[row_of_root.at(rootKey(tree))] = 1.0;
     vectors.push_back(std::move(v));
   }
 
@@ -176,7 +183,7 @@ void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
   // 2. Lossy within tolerance: drop the lightest trees while every root keeps at
   // least (1 - tolerance) of the rate.
   std::map<int, double> root_rate;
-  for (std::size_t i = 0; i < before; ++i) root_rate[set.trees[i].root_gpu] += weight[i];
+  for (std::size_t i = 0; i < before; ++i) root_rate[rootKey(set.trees[i])] += weight[i];
   double rate = std::numeric_limits<double>::infinity();
   for (auto [root, r] : root_rate) rate = std::min(rate, r);
   std::map<int, double> allowance;
@@ -186,7 +193,7 @@ void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
   std::stable_sort(light.begin(), light.end(), [&](int a, int b) { return weight[a] < weight[b]; });
   for (int i : light) {
     if (weight[i] <= 0) continue;
-    double& left = allowance[set.trees[i].root_gpu];
+    double& left = allowance[rootKey(set.trees[i])];
     if (weight[i] > left) continue;
     left -= weight[i];
     weight[i] = 0.0;
@@ -197,7 +204,7 @@ void minimizeTrees(TreeSet& set, double tolerance, Budget* budget) {
   for (std::size_t i = 0; i < before; ++i) {
     if (weight[i] <= 0) continue;
     set.trees[i].weight_gbps = weight[i];
-    final_rate[set.trees[i].root_gpu] += weight[i];
+    final_rate[rootKey(set.trees[i])] += weight[i];
     kept.push_back(std::move(set.trees[i]));
   }
   set.trees = std::move(kept);

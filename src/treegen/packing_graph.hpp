@@ -76,4 +76,10 @@ int weakestTerminal(const PackingGraph& g, int root);
 void splitOffSwitches(PackingGraph& g, int root, Capacity required,
                       std::vector<std::string>* unsplit, const topo::Topology& topology);
 
+// The route `first` (u..s) followed by `second` (s..w), with any detour cut out: a
+// route that visits a device twice (up to a CPU and back down the same switch)
+// travels the shorter way, which uses a subset of the same links.
+std::vector<topo::Vertex> joinRoutes(const std::vector<topo::Vertex>& first,
+                                     const std::vector<topo::Vertex>& second);
+
 }  // namespace blink::treegen

@@ -132,25 +132,6 @@ class SplitOracle {
   std::vector<Requirement> reqs_;
 };
 
-// The route u..s followed by s..w, with any detour cut out: a route that visits a
-// device twice (up to a CPU and back down the same switch) travels the shorter
-// way, which uses a subset of the same links.
-std::vector<topo::Vertex> joinRoutes(const std::vector<topo::Vertex>& first,
-                                     const std::vector<topo::Vertex>& second) {
-  std::vector<topo::Vertex> route;
-  auto append = [&](topo::Vertex v) {
-    auto again = std::find(route.begin(), route.end(), v);
-    if (again != route.end()) {
-      route.erase(again + 1, route.end());
-    } else {
-      route.push_back(v);
-    }
-  };
-  for (topo::Vertex v : first) append(v);
-  for (std::size_t i = 1; i < second.size(); ++i) append(second[i]);
-  return route;
-}
-
 // Moves x units of u->s (arc ia) and s->w (arc oa) onto a direct arc u->w.
 void applySplit(PackingGraph& g, int ia, int oa, Capacity x) {
   const int u = g.arcs[ia].from, w = g.arcs[oa].to;
@@ -314,6 +295,22 @@ bool splitAll(PackingGraph& g, int root, Capacity required, std::vector<std::str
 }
 
 }  // namespace
+
+std::vector<topo::Vertex> joinRoutes(const std::vector<topo::Vertex>& first,
+                                     const std::vector<topo::Vertex>& second) {
+  std::vector<topo::Vertex> route;
+  auto append = [&](topo::Vertex v) {
+    auto again = std::find(route.begin(), route.end(), v);
+    if (again != route.end()) {
+      route.erase(again + 1, route.end());
+    } else {
+      route.push_back(v);
+    }
+  };
+  for (topo::Vertex v : first) append(v);
+  for (std::size_t i = 1; i < second.size(); ++i) append(second[i]);
+  return route;
+}
 
 void splitOffSwitches(PackingGraph& g, int root, Capacity required,
                       std::vector<std::string>* unsplit, const topo::Topology& topology) {

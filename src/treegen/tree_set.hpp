@@ -30,6 +30,10 @@ struct TreeSet {
   std::string method;      // "exact", "mwu", "minimize", ...
   std::string topology;    // the topology's name
   int root_gpu = -1;       // for rooted collectives; -1 when every GPU roots its share
+  // Reduce+broadcast trees (packReduceBroadcast): undirected, each edge carrying its
+  // tree's weight in both directions at once; each tree is rooted where it is
+  // shallowest, and the rate is the AllReduce's (bytes / time).
+  bool undirected = false;
   // Broadcast/Reduce: total GB/s from (to) the root. AllGather/ReduceScatter: GB/s
   // at which every GPU's share leaves it (time = bytes per GPU / rate).
   double rate_gbps = 0.0;

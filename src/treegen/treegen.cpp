@@ -1,8 +1,10 @@
 #include "treegen/treegen.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -13,7 +15,9 @@
 #include "treegen/minimize.hpp"
 #include "treegen/mwu_packer.hpp"
 #include "treegen/packing_graph.hpp"
+#include "treegen/spanning_tree_packer.hpp"
 #include "treegen/strength.hpp"
+#include "treegen/undirected_splitting.hpp"
 
 namespace blink::treegen {
 namespace {
@@ -124,6 +128,20 @@ void settleBudget(TreeSet& set, const Budget& budget, std::int64_t spent_before,
   if (said.insert(line).second) BLINK_LOG(Warn, line);
 }
 
+// Capacities in lanes: divided by their greatest common divisor (the unit grows by
+// it). A packing of k = min cut in lanes then holds at most k trees, each at least
+// one lane (Edmonds: with integer lanes, min-cut-many lane-disjoint trees exist),
+// where the finer unit let the exact packer cut the rate into more, thinner trees.
+// Returns the divisor.
+Capacity toLanes(PackingGraph& g) {
+  Capacity divisor = 0;
+  for (const auto& a : g.arcs) divisor = std::gcd(divisor, a.capacity);
+  if (divisor <= 1) return 1;
+  for (auto& a : g.arcs) a.capacity /= divisor;
+  g.unit_gbps *= static_cast<double>(divisor);
+  return divisor;
+}
+
 Capacity totalMultiplicity(const std::vector<PackedTree>& packed) {
   Capacity total = 0;
   for (const auto& p : packed) total += p.multiplicity;
@@ -145,6 +163,56 @@ void explainShortfall(TreeSet& set, const std::vector<std::string>& unsplit) {
   for (const auto& id : unsplit) {
     set.notes.push_back("switch " + id + " could not be split off; trees must span it");
   }
+}
+
+// An undirected tree (edges among terminals) rooted where it is shallowest (ties:
+// the lowest GPU), its edges listed parents first with routes read downwards.
+Tree rootedAtCentre(const topo::Topology& topology, const PackingGraph& g,
+                    const std::vector<RouteEdge>& edges, const WeightedSpanningTree& packed) {
+  const int n = g.num_terminals;
+  std::vector<std::vector<int>> adjacent(static_cast<std::size_t>(n));
+  for (int e : packed.edges) {
+    adjacent[edges[e].u].push_back(e);
+    adjacent[edges[e].v].push_back(e);
+  }
+  // Breadth-first order from `root`: (edge, parent) pairs and the depth reached.
+  auto walk = [&](int root, std::vector<std::pair<int, int>>* order) {
+    std::vector<int> depth(static_cast<std::size_t>(n), -1);
+    std::vector<int> queue{root};
+    depth[root] = 0;
+    int deepest = 0;
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      const int x = queue[i];
+      for (int e : adjacent[x]) {
+        const int y = edges[e].u == x ? edges[e].v : edges[e].u;
+        if (depth[y] >= 0) continue;
+        depth[y] = depth[x] + 1;
+        deepest = std::max(deepest, depth[y]);
+        queue.push_back(y);
+        if (order != nullptr) order->emplace_back(e, x);
+      }
+    }
+    return deepest;
+  };
+  int root = 0, best = n;
+  for (int v = 0; v < n; ++v) {
+    const int depth = walk(v, nullptr);
+    if (depth < best) {
+      best = depth;
+      root = v;
+    }
+  }
+  std::vector<std::pair<int, int>> order;
+  walk(root, &order);
+  Tree tree;
+  tree.root_gpu = topology.device(g.topo_vertex[root]).gpu_index;
+  tree.weight_gbps = packed.weight * g.unit_gbps;
+  for (auto [e, parent] : order) {
+    std::vector<topo::Vertex> route = edges[e].route;
+    if (edges[e].u != parent) std::reverse(route.begin(), route.end());
+    tree.edges.push_back({route.front(), route.back(), std::move(route)});
+  }
+  return tree;
 }
 
 }  // namespace
@@ -191,6 +259,7 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
   splitOffSwitches(g, root, bound, &unsplit, topology);
   explainShortfall(set, unsplit);
   std::vector<int> span = spanOf(g, root);
+  if (options.method == Method::Exact) toLanes(g);
   const Capacity reachable = minConnectivity(g, root, span);
   set.rate_gbps = 0.0;
   if (options.method == Method::Exact) {
@@ -277,6 +346,7 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
     per_root = lo;
   }
   feedAll(per_root);
+  if (options.method == Method::Exact && per_root > 0) per_root /= toLanes(g);
   if (options.method == Method::Exact) {
     const Capacity required_total = per_root * g.num_terminals;
     const std::vector<PackedTree> packed = packArborescences(g, sigma, span, required_total);
@@ -300,6 +370,84 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
                       << " of " << set.bound_gbps << " GB/s per GPU (" << set.method << ", "
                       << set.millis << " ms)");
   return set;
+}
+
+TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& options) {
+  auto start = Clock::now();
+  TreeSet set;
+  set.collective = "allreduce";
+  set.method = "exact";
+  set.topology = topology.name();
+  set.undirected = true;
+  PackingGraph g = buildPackingGraph(topology, options.links);
+  if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
+  if (g.num_terminals < 2) {
+    set.notes.push_back("a single GPU: there is nothing to move");
+    set.millis = millisSince(start);
+    return set;
+  }
+  set.root_gpu = topology.device(g.topo_vertex[0]).gpu_index;
+  const SharedBudget budget = budgetFor(options);
+  const Budget::ActiveSpan active(*budget);
+  const std::int64_t spent_before = budget->spent();
+  g.budget = budget.get();
+  std::vector<RouteEdge> edges = undirectedEdges(g);
+  const bool switches = g.numVertices() > g.num_terminals;
+  if (switches) {
+    // Both pairing rules (undirected_splitting.hpp); the stronger GPU graph wins,
+    // greedy pairing on ties.
+    std::vector<std::string> unpaired, unpaired_halved;
+    Capacity scale = 1;
+    std::vector<RouteEdge> greedy =
+        splitOffSwitchesUndirected(g, edges, topology, &unpaired, &scale, false);
+    std::vector<RouteEdge> halved =
+        splitOffSwitchesUndirected(g, edges, topology, &unpaired_halved, &scale, true);
+    auto strength = [&](const std::vector<RouteEdge>& split) {
+      std::vector<UndirectedEdge> weighted;
+      for (const auto& e : split) {
+        weighted.push_back({e.u, e.v, static_cast<double>(e.capacity)});
+      }
+      g.budget->spend(static_cast<std::int64_t>(split.size() + 1) * g.num_terminals);
+      return graphStrength(g.num_terminals, weighted).strength;
+    };
+    if (strength(halved) > strength(greedy)) {
+      edges = std::move(halved);
+      unpaired = std::move(unpaired_halved);
+    } else {
+      edges = std::move(greedy);
+    }
+    g.unit_gbps /= static_cast<double>(scale);
+    set.notes.push_back(
+        "switches split off: the bound is the strength of the GPU graph left, which trees "
+        "through switches (Steiner trees) might exceed");
+    for (const auto& id : unpaired) {
+      set.notes.push_back("capacity through " + id + " that could not be paired is unused");
+    }
+  }
+  std::vector<CapacitatedEdge> capacities;
+  for (const auto& e : edges) capacities.push_back({e.u, e.v, e.capacity});
+  const SpanningTreePacking packed = packSpanningTrees(g.num_terminals, capacities, g.budget);
+  if (!packed.cut_short) {
+    set.bound_gbps = packed.strength * g.unit_gbps;
+    for (const auto& t : packed.trees) set.trees.push_back(rootedAtCentre(topology, g, edges, t));
+    for (const auto& t : set.trees) set.rate_gbps += t.weight_gbps;
+    if (set.trees.empty()) {
+      set.notes.push_back("the GPUs are not connected over the allowed links: rate 0");
+    }
+  }
+  if (options.minimize && !set.trees.empty()) minimizeTrees(set, options.tolerance, budget.get());
+  set.millis = millisSince(start);
+  settleBudget(set, *budget, spent_before, "reduce+broadcast on " + topology.name());
+  BLINK_LOG(Info, "treegen: reduce+broadcast on "
+                      << topology.name() << ": " << set.trees.size() << " trees, " << set.rate_gbps
+                      << " of " << set.bound_gbps << " GB/s (" << set.millis << " ms)");
+  return set;
+}
+
+double laneGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links) {
+  PackingGraph g = buildPackingGraph(topology, links);
+  toLanes(g);
+  return g.unit_gbps;
 }
 
 double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,

@@ -45,6 +45,17 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
 // same trees reversed.
 TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options);
 
+// AllReduce as reduce + broadcast over undirected spanning trees (each tree reduces
+// a piece of the buffer up to its root and broadcasts it back down over the same
+// links): an exact packing at the graph's strength, the best rate of any tree
+// schedule on symmetric links (spanning_tree_packer.hpp). Switches and PCIe
+// vertices are split off first (undirected_splitting.hpp); then the bound is the
+// split graph's strength and a note says trees through switches might do better.
+// The set is `undirected`, its root_gpu the lowest GPU (each tree names its own
+// root), its rate the AllReduce's algorithm bandwidth (bytes / time). Method
+// and epsilon are ignored (always exact); minimize and the budget apply.
+TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& options);
+
 // The bounds alone (GB/s), for tools and the simulator. The two AllReduce shape
 // bounds hold for their phases run one after the other; a plan that overlaps the
 // phases on opposite link directions can do better, up to the minimum cut (the
@@ -67,6 +78,12 @@ struct AllReduceBounds {
 };
 AllReduceBounds allReduceBounds(const topo::Topology& topology,
                                 const std::set<topo::LinkKind>& links);
+
+// The lane: the largest GB/s that every allowed link's capacity (and every rate an
+// exact packing reaches on integral lanes) is a whole multiple of. An exact
+// Broadcast packing at a bound of k lanes holds at most k trees; perf/treegen
+// reports trees over that integral optimum.
+double laneGbps(const topo::Topology& topology, const std::set<topo::LinkKind>& links);
 
 double broadcastBoundGbps(const topo::Topology& topology, int root_gpu,
                           const std::set<topo::LinkKind>& links);
