@@ -166,7 +166,8 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
       // (1 GiB on dgx1-v100:2, Reduce: 22714 us, 22503 with equal shares; AllReduce
       // over GPUs 0-2 + 8-12: 40156 us, 36855): the same plan with equal shares is kept
       // when it simulates faster.
-      if (!h.channel_shares.empty()) {
+      // (Tried where flat trees are: past that a simulation costs seconds.)
+      if (!h.channel_shares.empty() && flatTreesWorthTrying(t)) {
         Plan equal = h;
         equal.channel_shares.clear();
         const double equal_seconds = timedSimulate(equal, t, o.sim).seconds;

@@ -58,25 +58,6 @@ A packing past its budget is still a success (exit 0): the note says so.
 Exit codes: 0 success, 1 the topology could not be loaded, 2 bad command line.
 )";
 
-std::set<topo::LinkKind> parseLinks(const std::string& text) {
-  if (text == "all") return {};
-  std::set<topo::LinkKind> kinds;
-  std::string_view rest = text;
-  while (true) {
-    auto comma = rest.find(',');
-    std::string word(rest.substr(0, comma));
-    auto kind = topo::parseLinkKind(word);
-    if (!kind) {
-      throw UsageError{"--links: unknown link kind '" + word + "' (expected all or " +
-                       topo::allLinkKindNames() + ")"};
-    }
-    kinds.insert(*kind);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return kinds;
-}
-
 int run(const blink::cli::Args& args) {
   if (args.has("--help")) {
     std::cout << kHelp;
@@ -110,7 +91,7 @@ int run(const blink::cli::Args& args) {
       throw UsageError{"--epsilon must be a number in (0, 1), not '" + *eps + "'"};
     }
   }
-  options.links = parseLinks(args.valueOr("--links", "all"));
+  options.links = blink::cli::parseLinks(args.valueOr("--links", "all"));
   options.minimize = args.has("--minimize");
   if (auto tol = args.value("--tolerance")) {
     char* end = nullptr;
