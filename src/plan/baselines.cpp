@@ -14,6 +14,10 @@
 namespace blink::plan {
 namespace {
 
+// The chunk of the ring baseline (and of the double binary tree between nodes) when
+// LowerOptions::chunk_bytes does not fix one.
+constexpr std::uint64_t kRingChunkBytes = std::uint64_t{1} << 20;
+
 // The widest path (largest bottleneck capacity, then fewest hops) between two
 // devices over any links: where NCCL would send when there is no direct link.
 std::vector<topo::Vertex> fastestRoute(const topo::Topology& t, topo::Vertex from,
@@ -318,8 +322,8 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
   std::vector<Ring> rings = findRings(topology);
   plan.notes.push_back(describeRings(topology, rings));
   PlanWriter b(plan);
-  const std::uint64_t chunk = options.chunk_bytes > 0 ? std::max(options.chunk_bytes / es * es, es)
-                                                      : std::uint64_t{1} << 20;
+  const std::uint64_t chunk =
+      options.chunk_bytes > 0 ? std::max(options.chunk_bytes / es * es, es) : kRingChunkBytes;
   plan.chunk_bytes = chunk;
 
   for (std::size_t ri = 0; ri < rings.size(); ++ri) {
@@ -463,9 +467,12 @@ Plan doubleBinaryTreePlan(Collective collective, const topo::Topology& topology,
   if (isMultiNode(topology)) {
     treegen::TreeSet set = clusterDoubleBinaryTrees(topology, rooted ? root_rank : -1);
     set.collective = toString(collective);
-    Plan plan = collective == Collective::Broadcast ? lowerBroadcast(set, topology, bytes, options)
-                : collective == Collective::Reduce  ? lowerReduce(set, topology, bytes, options)
-                                                    : lowerAllReduce(set, topology, bytes, options);
+    // NCCL moves fixed slices, not chunks sized by Blink's pipeline rule: the ring's.
+    LowerOptions fixed = options;
+    if (fixed.chunk_bytes == 0) fixed.chunk_bytes = kRingChunkBytes;
+    Plan plan = collective == Collective::Broadcast ? lowerBroadcast(set, topology, bytes, fixed)
+                : collective == Collective::Reduce  ? lowerReduce(set, topology, bytes, fixed)
+                                                    : lowerAllReduce(set, topology, bytes, fixed);
     plan.algorithm = "double-binary-tree";
     plan.notes.push_back(describeDoubleBinaryTree(topology));
     return plan;

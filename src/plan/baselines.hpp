@@ -43,7 +43,8 @@ Plan ringPlan(Collective collective, const topo::Topology& topology, std::uint64
 // carrying half the data over the fastest paths. On GPUs of several nodes, as NCCL
 // runs it: the two binary trees over the nodes, linked head GPU to head GPU over
 // their NICs (the first NIC of a node for one tree, the last for the other), and a
-// chain inside each node from its head along its NVLink ring.
+// chain inside each node from its head along its NVLink ring, in chunks of 1 MiB as
+// the ring's (unless LowerOptions::chunk_bytes sets one).
 Plan doubleBinaryTreePlan(Collective collective, const topo::Topology& topology,
                           std::uint64_t bytes, int root_rank, const LowerOptions& options);
 

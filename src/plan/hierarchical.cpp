@@ -118,14 +118,15 @@ struct NodeTrees {
 class Composer {
  public:
   Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
-           const treegen::PackOptions& pack)
+           const treegen::PackOptions& pack, std::size_t max_transfers)
       : plan_(plan),
         t_(t),
         options_(options),
         pack_(pack),
         layout_(nodeLayout(t)),
         b_(plan, t, options),
-        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)) {}
+        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)),
+        max_transfers_(max_transfers) {}
 
   void run(Collective c, int root_rank) {
     const int nodes = static_cast<int>(layout_.node_ids.size());
@@ -166,6 +167,17 @@ class Composer {
     }
     const int chain_hops = (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
     pipeline_depth_ = chain_hops + 2 * intra_depth;
+    // The bytes all messages move together, about: every byte once over each edge of a
+    // node's trees per intra-node phase (two for AllReduce), and once per chain hop.
+    // Spread over at most max_transfers_ messages, that is the smallest chunk.
+    if (max_transfers_ > 0) {
+      double edges = 0.0;
+      for (int k = 0; k < nodes; ++k) edges += std::max(localCount(k) - 1, 0);
+      const double moved = static_cast<double>(plan_.bytes) *
+                           ((c == Collective::AllReduce ? 2.0 : 1.0) * edges + chain_hops);
+      chunk_floor_ =
+          static_cast<std::uint64_t>(moved / static_cast<double>(max_transfers_)) / es * es;
+    }
 
     // Channels: P1 on [0, kPhase), P3 on [kPhase, 2 kPhase), P2 from 2 kPhase: two per
     // home node (reduce chain, broadcast chain). Intra-node and inter-node messages
@@ -665,8 +677,10 @@ class Composer {
     if (options_.chunk_bytes > 0) {
       return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
     }
-    return chooseChunkBytes(bytes, pipeline_depth_, latency_s + options_.step_overhead_us * 1e-6,
-                            gbps, options_.element_size);
+    const std::uint64_t best =
+        chooseChunkBytes(bytes, pipeline_depth_, latency_s + options_.step_overhead_us * 1e-6, gbps,
+                         options_.element_size);
+    return std::max(best, std::min(chunk_floor_, bytes / es() * es()));
   }
 
   int maxPorts() const {
@@ -791,13 +805,15 @@ class Composer {
   std::map<int, double> channel_share_;  // channel (before renumbering) -> GB/s
   std::uint64_t largest_chunk_ = 0;
   int pipeline_depth_ = 2;
+  std::size_t max_transfers_ = 0;  // HierarchicalOptions::max_transfers
+  std::uint64_t chunk_floor_ = 0;  // the smallest chunk that keeps within it
 };
 
 }  // namespace
 
 Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
-                       int root_rank, const LowerOptions& options,
-                       const treegen::PackOptions& pack) {
+                       int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
+                       std::size_t max_transfers) {
   Plan plan = emptyPlan(collective, "blink-hierarchical", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
   if (!isMultiNode(topology)) {
@@ -814,7 +830,7 @@ Plan lowerHierarchical(Collective collective, const topo::Topology& topology, st
     plan.root = root_rank;
   }
   if (bytes == 0) return plan;
-  Composer composer(plan, topology, options, pack);
+  Composer composer(plan, topology, options, pack, max_transfers);
   composer.run(collective, rooted ? root_rank : -1);
   validateStructure(plan);
   return plan;
