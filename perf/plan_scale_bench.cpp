@@ -45,6 +45,8 @@ decision on one 16-GPU node); AllReduce of 1 GiB on dgx1-v100:4.
   --quick           dgx1-v100:8 AllReduce only (a smoke run)
   --case T,C,B      one case instead (zoo topology, collective, bytes with K/M/G),
                     may repeat
+  --limit-mib M     address-space limit of each child (default 3072): a case that
+                    needs more fails (row FAILED) instead of swapping the machine
   -h, --help        this text
 
 Exit codes: 0 success, 1 failure, 2 bad command line.
@@ -101,13 +103,15 @@ Result planCase(const Case& c) {
   return r;
 }
 
-Result runInChild(const Case& c) {
+Result runInChild(const Case& c, long limit_mib) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     close(fds[0]);
+    const rlimit limit{static_cast<rlim_t>(limit_mib) << 20, static_cast<rlim_t>(limit_mib) << 20};
+    setrlimit(RLIMIT_AS, &limit);
     Result r;
     try {
       r = planCase(c);
@@ -138,6 +142,7 @@ int main(int argc, char** argv) {
   std::string md_path = "perf/results/plan_scale.md";
   std::vector<Case> cases;
   bool quick = false;
+  long limit_mib = 3072;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -154,6 +159,8 @@ int main(int argc, char** argv) {
       csv_path = value();
     } else if (a == "--markdown") {
       md_path = value();
+    } else if (a == "--limit-mib") {
+      limit_mib = std::stol(value());
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--case") {
@@ -198,7 +205,7 @@ int main(int argc, char** argv) {
         "GB/s | optimal GB/s | predicted / optimal |\n|---|---|---|---|---|---|---|---|---|\n";
   bool failed = false;
   for (const Case& c : cases) {
-    const Result r = runInChild(c);
+    const Result r = runInChild(c, limit_mib);
     failed = failed || !r.ok;
     const double mib = static_cast<double>(r.peak_kib) / 1024.0;
     std::ostringstream row;
