@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "plan/node_layout.hpp"
@@ -99,9 +100,11 @@ std::vector<topo::Vertex> gpuVertices(const topo::Topology& t) {
 
 // ---- clusters: what NCCL runs between nodes ----
 
-// The order NCCL's ring takes through one node's GPUs (ranks, as given): a directed
-// NVLink ring over them when one exists, else the ranks in order.
-std::vector<int> nodeRingOrder(const topo::Topology& t, const std::vector<int>& ranks) {
+// The orders NCCL's rings take through one node's GPUs (ranks, as given): as many
+// directed NVLink rings over them as the lanes allow (each takes one lane per hop),
+// or the ranks in order when there is none.
+std::vector<std::vector<int>> nodeRingOrders(const topo::Topology& t,
+                                             const std::vector<int>& ranks) {
   const auto gpus = t.gpus();
   const int n = static_cast<int>(ranks.size());
   std::vector<std::vector<int>> lanes(n, std::vector<int>(n, 0));
@@ -110,14 +113,27 @@ std::vector<int> nodeRingOrder(const topo::Topology& t, const std::vector<int>& 
       if (a != b) lanes[a][b] = nvlinkLanes(t, gpus[ranks[a]], gpus[ranks[b]]);
     }
   }
-  std::vector<int> path{0};
-  std::vector<bool> used(n, false);
-  used[0] = true;
-  long budget = 200000;
-  if (n < 2 || !hamiltonian(lanes, path, used, budget)) return ranks;
-  std::vector<int> order;
-  for (int i : path) order.push_back(ranks[i]);
-  return order;
+  std::vector<std::vector<int>> orders;
+  while (n >= 2) {
+    std::vector<int> path{0};
+    std::vector<bool> used(n, false);
+    used[0] = true;
+    long budget = 200000;
+    if (!hamiltonian(lanes, path, used, budget)) break;
+    std::vector<int> order;
+    for (int i = 0; i < n; ++i) {
+      order.push_back(ranks[path[i]]);
+      --lanes[path[i]][path[(i + 1) % n]];
+    }
+    orders.push_back(std::move(order));
+  }
+  if (orders.empty()) orders.push_back(ranks);
+  return orders;
+}
+
+// The first of them.
+std::vector<int> nodeRingOrder(const topo::Topology& t, const std::vector<int>& ranks) {
+  return nodeRingOrders(t, ranks).front();
 }
 
 // The distinct NICs of node k's ports, in port order (at least one entry: nullopt when
@@ -169,30 +185,107 @@ std::vector<topo::Vertex> intraRoute(const topo::Topology& t, topo::Vertex a, to
   return fastestRoute(t, a, b);
 }
 
+// Route length (hops) from GPU rank `rank` to `nic` inside its node; large when there
+// is no NIC or no route.
+std::size_t hopsToNic(const topo::Topology& t, int rank, const std::optional<topo::Vertex>& nic) {
+  constexpr std::size_t kFar = 1000;
+  if (!nic) return kFar;
+  const topo::Vertex g = t.gpus()[static_cast<std::size_t>(rank)];
+  const auto route = shortestWidestRoute(t, g, *nic, insideNode(t, t.device(g).node));
+  return route.empty() ? kFar : route.size() - 1;
+}
+
+// The order a ring crosses node k when it enters and leaves by `nic`: as NCCL lays
+// its rings, the GPUs it enters and leaves at lie as near the NIC as the node allows
+// (the last GPU's sends go out on that NIC). With NVLink rings (`cycles`, each either
+// way round where the lanes allow), the turn of one that crowds the fewest lanes earlier
+// rings took (`lanes_taken`, updated), then with the nearest ends, `preferred` first
+// among equals; without, from the GPU of
+// the NIC through the others in rank order to the one nearest the NIC.
+std::vector<int> throughNode(const topo::Topology& t, const NodeLayout& layout, std::size_t k,
+                             const std::vector<std::vector<int>>& cycles, std::size_t preferred,
+                             const std::optional<topo::Vertex>& nic,
+                             std::map<std::pair<int, int>, int>& lanes_taken) {
+  const auto gpus = t.gpus();
+  const int entry = rankOfNic(layout, k, nic);
+  std::map<int, std::size_t> hops;
+  for (int rank : layout.ranks[k]) hops[rank] = hopsToNic(t, rank, nic);
+  const auto& first = cycles.front();
+  const std::size_t n = first.size();
+  const bool nvlink = n >= 2 && nvlinkLanes(t, gpus[first[0]], gpus[first[1]]) > 0 &&
+                      nvlinkLanes(t, gpus[first[n - 1]], gpus[first[0]]) > 0;
+  if (nvlink) {
+    std::vector<int> best;
+    std::tuple<int, std::size_t, int, int> best_score{};
+    for (std::size_t c = 0; c < cycles.size(); ++c) {
+      const auto& cycle = cycles[c];
+      std::vector<std::vector<int>> ways{cycle};
+      std::vector<int> back(cycle.rbegin(), cycle.rend());
+      bool reversible = true;
+      for (std::size_t i = 0; i < n; ++i) {
+        reversible = reversible && nvlinkLanes(t, gpus[back[i]], gpus[back[(i + 1) % n]]) > 0;
+      }
+      if (reversible) ways.push_back(back);
+      for (const auto& way : ways) {
+        for (std::size_t i = 0; i < n; ++i) {
+          std::vector<int> order(way.begin() + static_cast<std::ptrdiff_t>(i), way.end());
+          order.insert(order.end(), way.begin(), way.begin() + static_cast<std::ptrdiff_t>(i));
+          // Hops whose lanes earlier rings have all taken, first: a lane shared by two
+          // rings halves both.
+          int crowded = 0;
+          for (std::size_t h = 0; h + 1 < n; ++h) {
+            const auto it = lanes_taken.find({order[h], order[h + 1]});
+            const int taken = it == lanes_taken.end() ? 0 : it->second;
+            crowded += taken >= nvlinkLanes(t, gpus[order[h]], gpus[order[h + 1]]) ? 1 : 0;
+          }
+          const std::tuple<int, std::size_t, int, int> score{
+              crowded, hops[order.front()] + hops[order.back()], c == preferred ? 0 : 1,
+              order.front() == entry ? 0 : 1};
+          if (best.empty() || score < best_score) {
+            best = std::move(order);
+            best_score = score;
+          }
+        }
+      }
+    }
+    for (std::size_t h = 0; h + 1 < n; ++h) ++lanes_taken[{best[h], best[h + 1]}];
+    return best;
+  }
+  std::vector<int> order{entry};
+  int exit = -1;
+  for (int rank : layout.ranks[k]) {
+    if (rank != entry && (exit < 0 || hops[rank] < hops[exit])) exit = rank;
+  }
+  for (int rank : layout.ranks[k]) {
+    if (rank != entry && rank != exit) order.push_back(rank);
+  }
+  if (exit >= 0) order.push_back(exit);
+  return order;
+}
+
 // NCCL's rings on a cluster: one per NIC of a node (the fewest any node has), each
-// through every node in turn, entering and leaving a node at the GPU of its NIC and
-// visiting the node's GPUs along its NVLink ring (rank order without one).
+// through every node in turn (throughNode: entering and leaving near its NIC, along one
+// of the node's lane-disjoint NVLink rings where it has them).
 std::vector<Ring> clusterRings(const topo::Topology& t) {
   const auto gpus = t.gpus();
   const NodeLayout layout = nodeLayout(t);
   const std::size_t nodes = layout.node_ids.size();
   std::size_t count = std::numeric_limits<std::size_t>::max();
   std::vector<std::vector<std::optional<topo::Vertex>>> nics(nodes);
-  std::vector<std::vector<int>> orders(nodes);
+  std::vector<std::vector<std::vector<int>>> orders(nodes);
   for (std::size_t k = 0; k < nodes; ++k) {
     nics[k] = nodeNics(layout, k);
     count = std::min(count, nics[k].size());
-    orders[k] = nodeRingOrder(t, layout.ranks[k]);
+    orders[k] = nodeRingOrders(t, layout.ranks[k]);
   }
   std::vector<Ring> rings;
+  std::vector<std::map<std::pair<int, int>, int>> lanes_taken(nodes);  // per node: (a, b) -> rings
   for (std::size_t r = 0; r < count; ++r) {
     Ring ring;
     std::vector<std::optional<topo::Vertex>> nic_at;  // per position: the NIC it leaves by
     for (std::size_t k = 0; k < nodes; ++k) {
-      // The node's ring turned to start at the GPU of NIC r.
-      std::vector<int> order = orders[k];
-      const int entry = rankOfNic(layout, k, nics[k][r]);
-      std::rotate(order.begin(), std::find(order.begin(), order.end(), entry), order.end());
+      const std::vector<int> order =
+          throughNode(t, layout, k, orders[k], r % orders[k].size(), nics[k][r], lanes_taken[k]);
       for (int rank : order) {
         ring.order.push_back(rank);
         nic_at.push_back(nics[k][r]);
