@@ -118,14 +118,15 @@ struct NodeTrees {
 class Composer {
  public:
   Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
-           const treegen::PackOptions& pack)
+           const treegen::PackOptions& pack, std::size_t max_transfers)
       : plan_(plan),
         t_(t),
         options_(options),
         pack_(pack),
         layout_(nodeLayout(t)),
         b_(plan, t, options),
-        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)) {}
+        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)),
+        max_transfers_(max_transfers) {}
 
   void run(Collective c, int root_rank) {
     const int nodes = static_cast<int>(layout_.node_ids.size());
@@ -166,6 +167,17 @@ class Composer {
     }
     const int chain_hops = (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
     pipeline_depth_ = chain_hops + 2 * intra_depth;
+    // The bytes all messages move together, about: every byte once over each edge of a
+    // node's trees per intra-node phase (two for AllReduce), and once per chain hop.
+    // Spread over at most max_transfers_ messages, that is the smallest chunk.
+    if (max_transfers_ > 0) {
+      double edges = 0.0;
+      for (int k = 0; k < nodes; ++k) edges += std::max(localCount(k) - 1, 0);
+      const double moved = static_cast<double>(plan_.bytes) *
+                           ((c == Collective::AllReduce ? 2.0 : 1.0) * edges + chain_hops);
+      chunk_floor_ =
+          static_cast<std::uint64_t>(moved / static_cast<double>(max_transfers_)) / es * es;
+    }
 
     // Channels: P1 on [0, kPhase), P3 on [kPhase, 2 kPhase), P2 from 2 kPhase: two per
     // home node (reduce chain, broadcast chain). Intra-node and inter-node messages
@@ -270,17 +282,86 @@ class Composer {
     if (it != ag_trees_.end()) return it->second;
     NodeTrees nt;
     if (localCount(k) >= 2) {
-      NodeTopology sub = intraTopology(k);
-      nt = lowered(toFull(plan::allGatherTrees(sub.sub, pack_), sub.to_full));
+      const ClassTopology sub = classTopology(intraTopology(k));
+      nt = lowered(onNode(classTrees(sub, -1), sub));
     }
     return ag_trees_.emplace(k, std::move(nt)).first->second;
   }
 
   NodeTrees broadcastTrees(int k, int root_rank) {
     if (localCount(k) < 2) return {};
-    NodeTopology sub = intraTopology(k);
+    const ClassTopology sub = classTopology(intraTopology(k));
     const int root_gpu = plan_.rank_gpu[root_rank];
-    return lowered(toFull(plan::broadcastTrees(sub.sub, root_gpu, pack_), sub.to_full));
+    const auto local = std::find(sub.gpu_of_local.begin(), sub.gpu_of_local.end(), root_gpu);
+    return lowered(
+        onNode(classTrees(sub, static_cast<int>(local - sub.gpu_of_local.begin())), sub));
+  }
+
+  // ---- node classes ----
+  //
+  // Nodes built alike (same devices in the same order, same links) are one class: their
+  // trees are packed once, on the class's own form of the node, and mapped onto each
+  // node. On a cluster of identical nodes that is one packing per collective shape,
+  // however many nodes there are.
+
+  // A node's sub-topology as its class sees it: devices named by position on node 0,
+  // GPUs numbered 0.. in order, with the way back to the node's own GPUs and vertices.
+  struct ClassTopology {
+    topo::Topology sub;
+    std::vector<topo::Vertex> to_full;  // class vertex -> vertex of the whole topology
+    std::vector<int> gpu_of_local;      // class gpu_index -> gpu_index in the whole topology
+    std::string key;                    // equal for nodes of one class
+  };
+
+  static ClassTopology classTopology(const NodeTopology& node) {
+    ClassTopology out;
+    out.sub = topo::Topology("node class");
+    out.to_full = node.to_full;
+    const auto& g = node.sub.graph();
+    std::ostringstream key;
+    key.precision(17);
+    for (topo::Vertex v : boost::make_iterator_range(boost::vertices(g))) {
+      topo::Device d = node.sub.device(v);
+      d.id = "d" + std::to_string(v);
+      d.node = 0;
+      d.pci_bus_id.clear();
+      if (d.kind == topo::DeviceKind::Gpu) {
+        out.gpu_of_local.push_back(d.gpu_index);
+        d.gpu_index = static_cast<int>(out.gpu_of_local.size()) - 1;
+      }
+      out.sub.addDevice(d);
+      key << topo::toString(d.kind) << ' ' << d.model << ' ' << d.numa << ';';
+    }
+    for (topo::Edge e : node.sub.links()) {
+      const topo::Link& link = node.sub.link(e);
+      out.sub.addLink(node.sub.source(e), node.sub.target(e), link);
+      key << node.sub.source(e) << '>' << node.sub.target(e) << ' ' << topo::toString(link.kind)
+          << ' ' << link.gbps << 'x' << link.multiplicity << ' ' << link.latency_us << ';';
+    }
+    out.key = key.str();
+    return out;
+  }
+
+  // The trees of a class (root: a class gpu_index, -1 for AllGather), packed on its
+  // first node and kept for the others.
+  const treegen::TreeSet& classTrees(const ClassTopology& c, int root_local) {
+    const auto key = std::make_pair(c.key, root_local);
+    if (auto it = class_trees_.find(key); it != class_trees_.end()) return it->second;
+    treegen::TreeSet set = root_local < 0 ? plan::allGatherTrees(c.sub, pack_)
+                                          : plan::broadcastTrees(c.sub, root_local, pack_);
+    return class_trees_.emplace(key, std::move(set)).first->second;
+  }
+
+  // A class's trees on one node of it: its vertices and GPUs.
+  static treegen::TreeSet onNode(treegen::TreeSet set, const ClassTopology& c) {
+    set = toFull(std::move(set), c.to_full);
+    if (set.root_gpu >= 0) set.root_gpu = c.gpu_of_local[static_cast<std::size_t>(set.root_gpu)];
+    for (auto& tree : set.trees) {
+      if (tree.root_gpu >= 0) {
+        tree.root_gpu = c.gpu_of_local[static_cast<std::size_t>(tree.root_gpu)];
+      }
+    }
+    return set;
   }
 
   // Node k's links for its trees: without the hops of its ports' routes to their NICs
@@ -596,8 +677,10 @@ class Composer {
     if (options_.chunk_bytes > 0) {
       return std::max<std::uint64_t>(options_.chunk_bytes / es() * es(), es());
     }
-    return chooseChunkBytes(bytes, pipeline_depth_, latency_s + options_.step_overhead_us * 1e-6,
-                            gbps, options_.element_size);
+    const std::uint64_t best =
+        chooseChunkBytes(bytes, pipeline_depth_, latency_s + options_.step_overhead_us * 1e-6, gbps,
+                         options_.element_size);
+    return std::max(best, std::min(chunk_floor_, bytes / es() * es()));
   }
 
   int maxPorts() const {
@@ -713,6 +796,7 @@ class Composer {
   std::vector<Piece> pieces_;
   std::vector<std::vector<std::size_t>> owned_;  // rank -> pieces it owns
   std::map<int, NodeTrees> ag_trees_;
+  std::map<std::pair<std::string, int>, treegen::TreeSet> class_trees_;  // (class, root)
   std::map<int, std::string> intra_links_;  // node position -> which links its trees use
   NodeTrees root_trees_;
   std::map<std::tuple<int, int, int, int>, int> inter_routes_;
@@ -721,13 +805,15 @@ class Composer {
   std::map<int, double> channel_share_;  // channel (before renumbering) -> GB/s
   std::uint64_t largest_chunk_ = 0;
   int pipeline_depth_ = 2;
+  std::size_t max_transfers_ = 0;  // HierarchicalOptions::max_transfers
+  std::uint64_t chunk_floor_ = 0;  // the smallest chunk that keeps within it
 };
 
 }  // namespace
 
 Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
-                       int root_rank, const LowerOptions& options,
-                       const treegen::PackOptions& pack) {
+                       int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
+                       std::size_t max_transfers) {
   Plan plan = emptyPlan(collective, "blink-hierarchical", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
   if (!isMultiNode(topology)) {
@@ -744,7 +830,7 @@ Plan lowerHierarchical(Collective collective, const topo::Topology& topology, st
     plan.root = root_rank;
   }
   if (bytes == 0) return plan;
-  Composer composer(plan, topology, options, pack);
+  Composer composer(plan, topology, options, pack, max_transfers);
   composer.run(collective, rooted ? root_rank : -1);
   validateStructure(plan);
   return plan;

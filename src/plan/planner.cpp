@@ -1,6 +1,7 @@
 #include "plan/planner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 #include "common/error.hpp"
@@ -38,6 +39,19 @@ int rootGpu(const topo::Topology& t, int root_rank) {
   return t.device(gpus[root_rank]).gpu_index;
 }
 
+// simulate(), with what it cost at TRACE (planning time on large clusters is mostly
+// simulation).
+SimResult timedSimulate(const Plan& p, const topo::Topology& t, const SimOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  SimResult r = simulate(p, t, o);
+  BLINK_LOG(
+      Trace, "planner: simulated "
+                 << p.algorithm << " on " << t.name() << " (" << r.transfers << " transfers) in "
+                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                 << " s");
+  return r;
+}
+
 // Trees whose finish times lie within this fraction of each other are left as they
 // are: evening them out could gain at most about that much.
 constexpr double kBalancedSpread = 0.005;
@@ -69,14 +83,14 @@ std::pair<Plan, double> treePlan(Collective c, const treegen::TreeSet& trees,
                                  const topo::Topology& t, std::uint64_t bytes,
                                  const PlannerOptions& o) {
   LoweredTrees lowered = lowerTrees(c, trees, t, bytes, o.lower);
-  const SimResult sim = simulate(lowered.plan, t, o.sim);
+  const SimResult sim = timedSimulate(lowered.plan, t, o.sim);
   if (!o.rebalance) return {std::move(lowered.plan), sim.seconds};
   std::vector<double> weights = rebalancedWeights(trees, lowered, sim, o.lower);
   if (weights.empty()) return {std::move(lowered.plan), sim.seconds};
   LowerOptions balanced = o.lower;
   balanced.data_weights = std::move(weights);
   Plan again = lowerTrees(c, trees, t, bytes, balanced).plan;
-  const double seconds = simulate(again, t, o.sim).seconds;
+  const double seconds = timedSimulate(again, t, o.sim).seconds;
   if (seconds >= sim.seconds) return {std::move(lowered.plan), sim.seconds};
   std::ostringstream note;
   note << "data split rebalanced by the trees' simulated rates: predicted " << seconds * 1e6
@@ -116,12 +130,20 @@ void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
 
 }  // namespace
 
+bool flatTreesWorthTrying(const topo::Topology& t) {
+  return !isMultiNode(t) || t.gpus().size() <= kFlatClusterMaxGpus;
+}
+
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::Topology& t,
                                                      std::uint64_t bytes, int root_rank,
                                                      const PlannerOptions& o) {
   const bool rooted = c == Collective::Broadcast || c == Collective::Reduce;
   std::vector<std::pair<Plan, double>> out;
-  if (rooted) {
+  if (!flatTreesWorthTrying(t)) {
+    BLINK_LOG(Info, "planner: " << t.name() << " has " << t.gpus().size()
+                                << " GPUs on several nodes: the hierarchical plan alone, no flat "
+                                   "trees over the whole cluster");
+  } else if (rooted) {
     addTreePlan(out, c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {
     addTreePlan(out, c, allGatherTrees(t, o.pack), t, bytes, o);
@@ -160,15 +182,16 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     // the flat candidates alone.
     try {
       Plan h = lowerHierarchical(c, t, bytes, root_rank, o.lower, o.pack);
-      double seconds = simulate(h, t, o.sim).seconds;
+      double seconds = timedSimulate(h, t, o.sim).seconds;
       // Its channels' shares (the trees' packed rates) mostly help, but not always
       // (1 GiB on dgx1-v100:2, Reduce: 22714 us, 22503 with equal shares; AllReduce
       // over GPUs 0-2 + 8-12: 40156 us, 36855): the same plan with equal shares is kept
       // when it simulates faster.
-      if (!h.channel_shares.empty()) {
+      // (Tried where flat trees are: past that a simulation costs seconds.)
+      if (!h.channel_shares.empty() && flatTreesWorthTrying(t)) {
         Plan equal = h;
         equal.channel_shares.clear();
-        const double equal_seconds = simulate(equal, t, o.sim).seconds;
+        const double equal_seconds = timedSimulate(equal, t, o.sim).seconds;
         if (equal_seconds < seconds) {
           std::ostringstream note;
           note << "equal channel shares: predicted " << equal_seconds * 1e6 << " us instead of "
@@ -222,7 +245,7 @@ Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, in
     }
     for (auto& [p, s] : all) {
       if (p.algorithm == "ring" || p.algorithm == "double-binary-tree")
-        s = simulate(p, t, o.sim).seconds;
+        s = timedSimulate(p, t, o.sim).seconds;
     }
   }
   if (!o.combine_bytes_per_s.empty()) {

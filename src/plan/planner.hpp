@@ -68,11 +68,24 @@ double busBandwidthFactor(Collective c, int ranks);
 Choice choosePlan(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
                   int root_rank, const PlannerOptions& options);
 
+// Flat trees over a whole cluster cost a packing of the cluster graph (max-flows
+// over every GPU and NIC) and a simulation of every chunk of every tree, and on
+// clusters they gain little over the hierarchical plan (dgx1-v100:2, AllReduce of
+// 1 GiB: 21776 us flat, 21877 us hierarchical; dgx1-v100:4: 32602 us against
+// 32619 us) while their cost grows past seconds from 32 GPUs on. So on GPUs that
+// lie on several nodes they are tried only up to this many GPUs.
+inline constexpr std::size_t kFlatClusterMaxGpus = 16;
+
+// Whether blinkCandidates packs flat trees over the whole topology: on one node
+// always; on several nodes up to kFlatClusterMaxGpus GPUs.
+bool flatTreesWorthTrying(const topo::Topology& topology);
+
 // Blink's candidates alone, each lowered and simulated: flat trees over the whole
 // topology (for AllReduce both shapes: ReduceScatter + AllGather, and reduce +
 // broadcast over undirected trees packed at the graph's strength, the latter within
-// one node and only where its packed rate is not below the former's), and where the
-// GPUs lie on several nodes the hierarchical plan ("blink-hierarchical").
+// one node and only where its packed rate is not below the former's; on several nodes
+// only where flatTreesWorthTrying), and where the GPUs lie on several nodes the
+// hierarchical plan ("blink-hierarchical").
 std::vector<std::pair<Plan, double>> blinkCandidates(Collective collective,
                                                      const topo::Topology& topology,
                                                      std::uint64_t bytes, int root_rank,

@@ -64,25 +64,6 @@ A packing past its budget is still a success (exit 0): the note says so.
 Exit codes: 0 success, 1 the topology could not be loaded, 2 bad command line.
 )";
 
-std::set<topo::LinkKind> parseLinks(const std::string& text) {
-  if (text == "all") return {};
-  std::set<topo::LinkKind> kinds;
-  std::string_view rest = text;
-  while (true) {
-    auto comma = rest.find(',');
-    std::string word(rest.substr(0, comma));
-    auto kind = topo::parseLinkKind(word);
-    if (!kind) {
-      throw UsageError{"--links: unknown link kind '" + word + "' (expected all or " +
-                       topo::allLinkKindNames() + ")"};
-    }
-    kinds.insert(*kind);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return kinds;
-}
-
 // AllReduce in both tree shapes, the faster printed: ReduceScatter + AllGather
 // (time 2 (bytes / N) / rate, i.e. an algorithm rate of N * rate / 2) and
 // reduce + broadcast over undirected trees (rate: bytes / time). Its bound is the
@@ -146,7 +127,7 @@ int run(const blink::cli::Args& args) {
       throw UsageError{"--epsilon must be a number in (0, 1), not '" + *eps + "'"};
     }
   }
-  options.links = parseLinks(args.valueOr("--links", "all"));
+  options.links = blink::cli::parseLinks(args.valueOr("--links", "all"));
   options.minimize = args.has("--minimize");
   if (auto tol = args.value("--tolerance")) {
     char* end = nullptr;

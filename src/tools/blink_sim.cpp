@@ -39,6 +39,11 @@ Options:
                        of a slow machine, counted in deterministic work units
                        (default $BLINK_PLAN_BUDGET_MS, else 400); past it the trees
                        found so far, or the ring and double binary tree, are used
+  --links KINDS        link kinds Blink's trees may use, as in blink-plan: nvlink,
+                       pcie, all (default all), or a comma list of
+                       nvlink,pcie,smp,network,shm; the optimal bound is over those
+                       links too. The baselines, and the inter-node routes of the
+                       hierarchical plan, keep every link
   --candidates         also list each of Blink's own candidates (flat trees in each
                        shape, and on several nodes the hierarchical plan)
   --format F           text (default) or json (a stable interface)
@@ -47,7 +52,8 @@ Options:
   -h, --help           this text
       --version        the build this tool belongs to (version, git revision, ...)
 
-JSON: one object per size with collective, bytes, bound_gbps, chosen, why and
+JSON: one object per size with collective, bytes, bound_gbps, chosen, why,
+baselines ({ring, tree}: which rings and trees are modelled, one line each) and
 algorithms: [{name (blink, ring, tree), time_us, algbw_gbps, busbw_gbps}]; --sweep
 prints an array of them. With --candidates each object also has candidates: [{name
 (blink-trees, blink-trees reduce+broadcast, blink-hierarchical), time_us, algbw_gbps,
@@ -109,6 +115,13 @@ nlohmann::json simulateOne(plan::Collective c, const topo::Topology& t, std::uin
   }
   auto choice = plan::choosePlan(c, t, bytes, root_rank, options);
   nlohmann::json out;
+  // The baselines as modelled here: how many rings, over which links.
+  nlohmann::json baselines;
+  baselines["ring"] = plan::describeRings(t, plan::findRings(t));
+  if (c != plan::Collective::AllGather && c != plan::Collective::ReduceScatter) {
+    baselines["tree"] = plan::describeDoubleBinaryTree(t);
+  }
+  out["baselines"] = std::move(baselines);
   out["collective"] = plan::toString(c);
   out["bytes"] = bytes;
   out["bound_gbps"] = bound;
@@ -131,6 +144,9 @@ std::string asText(const nlohmann::json& results, const topo::Topology& t) {
   out << first["collective"].get<std::string>() << " on " << t.name() << ", " << t.gpus().size()
       << " GPUs; optimal algbw " << std::setprecision(4) << first["bound_gbps"].get<double>()
       << " GB/s\n";
+  for (const auto& [name, what] : first["baselines"].items()) {
+    out << "baseline " << name << ": NCCL-style, " << what.get<std::string>() << "\n";
+  }
   out << std::left << std::setw(14) << "bytes" << std::setw(8) << "algo" << std::right
       << std::setw(14) << "time_us" << std::setw(12) << "algbw_gbps" << std::setw(12)
       << "busbw_gbps"
@@ -186,6 +202,7 @@ int run(const blink::cli::Args& args) {
     }
     options.pack.budget_ms = static_cast<double>(ms);
   }
+  options.pack.links = blink::cli::parseLinks(args.valueOr("--links", "all"));
   topo::Topology t = blink::cli::topologyFromArgs(args);
   const int n = static_cast<int>(t.gpus().size());
   if (n < 2)
@@ -233,6 +250,6 @@ int main(int argc, char** argv) {
   return blink::cli::runTool(
       "blink-sim", argc, argv,
       {"--topo", "--gpus", "--collective", "--bytes", "--root", "--chunk-bytes", "--format",
-       "--link-gbps", "--output", "--hwloc-xml", "--budget-ms"},
+       "--link-gbps", "--output", "--hwloc-xml", "--budget-ms", "--links"},
       {"--help", "--sweep", "--candidates"}, run);
 }

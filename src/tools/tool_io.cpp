@@ -45,4 +45,23 @@ void emitOutput(const Args& args, const std::string& text) {
   }
 }
 
+std::set<topo::LinkKind> parseLinks(const std::string& text) {
+  if (text == "all") return {};
+  std::set<topo::LinkKind> kinds;
+  std::string_view rest = text;
+  while (true) {
+    auto comma = rest.find(',');
+    std::string word(rest.substr(0, comma));
+    auto kind = topo::parseLinkKind(word);
+    if (!kind) {
+      throw UsageError{"--links: unknown link kind '" + word + "' (expected all or " +
+                       topo::allLinkKindNames() + ")"};
+    }
+    kinds.insert(*kind);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return kinds;
+}
+
 }  // namespace blink::cli

@@ -4,6 +4,7 @@
 // where the output goes (--output or standard output).
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "tools/cli.hpp"
@@ -16,5 +17,8 @@ topo::LinkTable linkTableFromArgs(const Args& args);
 topo::Topology topologyFromArgs(const Args& args);
 // Writes to --output FILE when given (blinkSystemError if it cannot), else stdout.
 void emitOutput(const Args& args, const std::string& text);
+
+// --links: "all" (every kind: an empty set) or a comma list of link kinds.
+std::set<topo::LinkKind> parseLinks(const std::string& text);
 
 }  // namespace blink::cli

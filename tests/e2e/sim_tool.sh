@@ -39,4 +39,17 @@ run --topo dgx1-v100 --bytes 12Q; [ $? -eq 2 ] || fail "--bytes 12Q should exit 
 run --topo dgx1-v100 --collective alltoall; [ $? -eq 2 ] || fail "--collective alltoall should exit 2"
 run --topo dgx1-v100 --gpus 0,1 --collective broadcast --root 5; [ $? -eq 1 ] || fail "--root outside should exit 1"
 run --topo dgx1-v100 --gpus 3; [ $? -eq 1 ] || fail "one GPU should exit 1"
+# --links like blink-plan: NVLink-only trees and the NVLink-only bound (70 GB/s on
+# this fragment; 79.45 over every link); the baselines are named.
+run --topo dgx1-v100 --gpus 0,1,2,3,4,5 --links nvlink --bytes 64M --format json || fail "--links exited $?"
+"$py" - "$work/out" <<'PY' || fail "--links nvlink or the baselines are not as documented"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert abs(d["bound_gbps"] - 70) < 1e-6, d["bound_gbps"]
+assert "NVLink" in d["baselines"]["ring"] and "tree" in d["baselines"], d["baselines"]
+PY
+run --topo dgx1-v100:2 --bytes 16M || fail "cluster text exited $?"
+grep -q "^baseline ring: NCCL-style, 4 rings, one per NIC between nodes" "$work/out" \
+  || fail "the cluster ring baseline is not named"
+run --topo dgx1-v100 --links warp; [ $? -eq 2 ] || fail "--links warp should exit 2"
 echo "sim_tool: OK"
