@@ -107,6 +107,17 @@ __global__ void scaleKernelF64(double* data, double factor, std::size_t count) {
   }
 }
 
+// The same division as the host's divideBy: IEEE division (nvcc's default
+// -prec-div=true), 16-bit types widened to float and rounded once.
+template <typename T, typename D>
+__global__ void divideKernel(T* data, D divisor, std::size_t count) {
+  std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    data[i] = narrow<T>(widen(data[i]) / divisor);
+  }
+}
+
 constexpr int kThreads = 256;
 
 unsigned blocksFor(std::size_t count) {
@@ -182,6 +193,34 @@ blinkResult_t launchReduce(blinkDataType_t type, blinkRedOp_t op, void* dst, con
     default:
       return setLastError(blinkInvalidArgument, "launchReduce: unknown datatype");
   }
+}
+
+blinkResult_t launchDivide(blinkDataType_t type, void* data, int divisor, std::size_t count,
+                           void* stream) {
+  if (count == 0) return blinkSuccess;
+  if (divisor == 0) return setLastError(blinkInvalidArgument, "launchDivide: divisor is 0");
+  auto s = static_cast<cudaStream_t>(stream);
+  unsigned grid = blocksFor(count);
+  const auto f = static_cast<float>(divisor);
+  switch (type) {
+    case blinkFloat16:
+      divideKernel<__half, float><<<grid, kThreads, 0, s>>>(static_cast<__half*>(data), f, count);
+      break;
+    case blinkBfloat16:
+      divideKernel<__nv_bfloat16, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(data), f, count);
+      break;
+    case blinkFloat32:
+      divideKernel<float, float><<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
+      break;
+    case blinkFloat64:
+      divideKernel<double, double><<<grid, kThreads, 0, s>>>(static_cast<double*>(data),
+                                                             static_cast<double>(divisor), count);
+      break;
+    default:
+      return setLastError(blinkInvalidArgument, "launchDivide: only floating-point types divide");
+  }
+  return checkLaunch();
 }
 
 blinkResult_t launchScale(blinkDataType_t type, void* data, double factor, std::size_t count,

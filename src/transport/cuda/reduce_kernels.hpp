@@ -17,7 +17,12 @@ namespace blink::cuda {
 blinkResult_t launchReduce(blinkDataType_t type, blinkRedOp_t op, void* dst, const void* a,
                            const void* b, std::size_t count, void* stream);
 
-// data[i] *= factor for floating-point types (blinkAvg's final division).
+// data[i] = data[i] / divisor for floating-point types, bit for bit divideBy on the
+// host (fp16/bf16 divided in float, rounded once): blinkAvg's final division.
+blinkResult_t launchDivide(blinkDataType_t type, void* data, int divisor, std::size_t count,
+                           void* stream);
+
+// data[i] *= factor for floating-point types (not bit-equal to a division).
 blinkResult_t launchScale(blinkDataType_t type, void* data, double factor, std::size_t count,
                           void* stream);
 
