@@ -47,8 +47,8 @@ __device__ inline std::uint16_t floatToHalfBits(float f) {
     // the value to a multiple of 2^-24. __fadd_rn: never contracted or flushed.
     r = __float_as_uint(__fadd_rn(__uint_as_float(a), 0.5f)) - 0x3F000000u;
   }
-  if (a >= 0x47800000u) r = 0x7C00u;                             // overflow: Inf
-  if (a > 0x7F800000u) r = 0x7E00u | ((a >> 13) & 0x03FFu);      // NaN: quiet, top payload
+  if (a >= 0x47800000u) r = 0x7C00u;                         // overflow: Inf
+  if (a > 0x7F800000u) r = 0x7E00u | ((a >> 13) & 0x03FFu);  // NaN: quiet, top payload
   return static_cast<std::uint16_t>(r | sign);
 }
 
@@ -164,8 +164,8 @@ __global__ void __launch_bounds__(kThreads)
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   std::size_t done = 0;
-  const auto address = reinterpret_cast<std::uintptr_t>(dst) |
-                       reinterpret_cast<std::uintptr_t>(a) | reinterpret_cast<std::uintptr_t>(b);
+  const auto address = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(a) |
+                       reinterpret_cast<std::uintptr_t>(b);
   if ((address & 15u) == 0) {
     const std::size_t vectors = count / kPer;
     for (std::size_t v = first; v < vectors; v += stride) {
@@ -300,16 +300,16 @@ blinkResult_t launchDivide(blinkDataType_t type, void* data, int divisor, std::s
   const auto f = static_cast<float>(divisor);
   switch (type) {
     case blinkFloat16:
-      divideKernel<Half, float><<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f,
-                                                          count);
+      divideKernel<Half, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
       break;
     case blinkBfloat16:
-      divideKernel<Bfloat, float><<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f,
-                                                            count);
+      divideKernel<Bfloat, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
       break;
     case blinkFloat32:
-      divideKernel<Plain<float>, float><<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f,
-                                                                  count);
+      divideKernel<Plain<float>, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
       break;
     case blinkFloat64:
       divideKernel<Plain<double>, double><<<grid, kThreads, 0, s>>>(
@@ -338,8 +338,8 @@ blinkResult_t launchScale(blinkDataType_t type, void* data, double factor, std::
       scaleKernel<Plain<float>><<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
       break;
     case blinkFloat64:
-      scaleKernel<Plain<double>><<<grid, kThreads, 0, s>>>(static_cast<double*>(data), factor,
-                                                           count);
+      scaleKernel<Plain<double>>
+          <<<grid, kThreads, 0, s>>>(static_cast<double*>(data), factor, count);
       break;
     default:
       return setLastError(blinkInvalidArgument, "launchScale: only floating-point types scale");
