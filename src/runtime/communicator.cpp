@@ -177,7 +177,9 @@ Communicator::Communicator(MPI_Comm comm) {
     within_node_ = make(transports_.within_node);
     between_nodes_ = make(transports_.between_nodes);
     if (!memory_.deviceEverywhere()) {
-      device_off_ = device_ == nullptr ? processDeviceNote() : "a rank has no device";
+      device_off_ = device_ == nullptr ? processDeviceNote()
+                                       : "a rank has no device, or the ranks' devices differ "
+                                         "(emulated and real)";
     } else if (layout_.num_nodes > 1) {
       device_off_ = "the ranks span nodes (no device transport between nodes yet)";
     } else {
@@ -188,8 +190,7 @@ Communicator::Communicator(MPI_Comm comm) {
           static_cast<std::size_t>(env::getInt("BLINK_DEVICE_SLOT_BYTES")) / 64 * 64;
       device_transport_ = std::make_unique<transport::DeviceTransport>(
           *device_, node_comm_, set_up.node_rank_of, layout_.rank, options);
-      device_stream_ = device_->createStream();
-      device_path_ = true;
+      device_path_ = true;  // its stream comes with the first call on device buffers
     }
     if (layout_.rank == 0) {
       BLINK_LOG(Info, "communicator of " << layout_.size << " ranks on " << layout_.num_nodes
@@ -325,7 +326,12 @@ bool Communicator::placeBuffers(std::initializer_list<MemoryAgreement::Buffer> b
   checkUsable();
   try {
     const bool on_device = memory_.onDevice(buffers, device_path_);
-    if (on_device) device_->synchronizeCaller();
+    if (on_device) {
+      // Made at the first such call: on a GPU a stream costs a CUDA context, which
+      // communicators that only ever see host buffers should not pay for.
+      if (device_stream_ < 0) device_stream_ = device_->createStream();
+      device_->synchronizeCaller();
+    }
     return on_device;
   } catch (const MemoryTypeError&) {
     throw;  // every rank refused together: the communicator goes on

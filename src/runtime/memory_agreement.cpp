@@ -28,14 +28,18 @@ std::int64_t encode(int rank, std::size_t buffer, MemoryType type) {
 MemoryAgreement::MemoryAgreement(MPI_Comm comm, double timeout_seconds, device::Device* device)
     : comm_(comm), timeout_seconds_(timeout_seconds), device_(device) {
   PMPI_Comm_rank(comm, &rank_);
-  // {any rank has a driver or device, not every rank has a device} in one reduction.
-  const int mine[2] = {CudaDriver::process().usable() || device != nullptr ? 1 : 0,
-                       device == nullptr ? 1 : 0};
-  int any[2] = {0, 0};
-  allreduceWithin(mine, any, 2, MPI_INT, MPI_MAX, comm, timeout_seconds,
+  // {any rank has a driver or device, some rank has no device, some rank has an
+  // emulated one, some rank a real one} in one reduction: a device path needs a
+  // device of the same kind on every rank (an emulated one cannot open a GPU's IPC).
+  const bool emulated = device != nullptr && device->emulated();
+  const int mine[4] = {CudaDriver::process().usable() || device != nullptr ? 1 : 0,
+                       device == nullptr ? 1 : 0, emulated ? 1 : 0,
+                       device != nullptr && !emulated ? 1 : 0};
+  int any[4] = {0, 0, 0, 0};
+  allreduceWithin(mine, any, 4, MPI_INT, MPI_MAX, comm, timeout_seconds,
                   "agreeing whether any rank has a CUDA driver");
   cuda_anywhere_ = any[0] != 0;
-  device_everywhere_ = any[1] == 0;
+  device_everywhere_ = any[1] == 0 && !(any[2] != 0 && any[3] != 0);
   if (rank_ == 0) {
     BLINK_LOG(Info,
               "memory: " << describe() << " (rank 0: " << CudaDriver::process().describe() << ")");

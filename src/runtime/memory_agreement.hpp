@@ -30,7 +30,8 @@ class MemoryAgreement {
   MemoryAgreement(MPI_Comm comm, double timeout_seconds, device::Device* device = nullptr);
 
   bool checksBuffers() const { return cuda_anywhere_; }
-  // Every rank has a device (so device buffers may take the GPU data path).
+  // Every rank has a device, all emulated or all real (so device buffers may take
+  // the GPU data path).
   bool deviceEverywhere() const { return device_everywhere_; }
 
   // Collective when checksBuffers(). False when every rank's buffers are host

@@ -37,6 +37,26 @@ struct Allocation {
   ~Allocation() { device.release(p); }
 };
 
+// Device memory is not host memory (as on a GPU): bytes go in and out by copies.
+std::vector<std::byte> toHost(Device& device, const void* p, std::size_t bytes) {
+  std::vector<std::byte> out(bytes);
+  const Device::Stream s = device.createStream();
+  device.copy(out.data(), p, bytes, s);
+  device.synchronize(s);
+  return out;
+}
+void fromHost(Device& device, void* p, const void* host, std::size_t bytes) {
+  const Device::Stream s = device.createStream();
+  device.copy(p, host, bytes, s);
+  device.synchronize(s);
+}
+
+TEST(EmulatedDeviceDeathTest, HostCodeThatTouchesDeviceMemoryCrashesAsOnAGpu) {
+  auto device = makeDevice(0);
+  Allocation a(*device, 4096);
+  EXPECT_DEATH(*reinterpret_cast<volatile char*>(a.p + 17) = 1, "");
+}
+
 TEST(EmulatedDevice, WorkOnOneStreamRunsInOrderAndAfterTheCallReturns) {
   auto device = makeDevice(200);
   const std::size_t n = 4096;
@@ -53,7 +73,7 @@ TEST(EmulatedDevice, WorkOnOneStreamRunsInOrderAndAfterTheCallReturns) {
     device->record(e, s);
     while (!device->done(e)) {
     }
-    ASSERT_EQ(std::memcmp(c.p, pattern.data(), n), 0) << "round " << round;
+    ASSERT_EQ(toHost(*device, c.p, n), pattern) << "round " << round;
   }
 }
 
@@ -74,8 +94,7 @@ TEST(EmulatedDevice, AnEventOrdersWorkOnTwoStreams) {
     device->record(read, consumer);
     device->synchronize(consumer);
     EXPECT_TRUE(device->done(read));
-    ASSERT_EQ(static_cast<int>(y.p[0]), round);
-    ASSERT_EQ(static_cast<int>(y.p[n - 1]), round);
+    ASSERT_EQ(toHost(*device, y.p, n), value) << "round " << round;
   }
 }
 
@@ -109,21 +128,21 @@ TEST(EmulatedDevice, ReductionsAndDivisionAreTheHostKernelsBitForBit) {
       std::vector<std::byte> expected = a;
       blink::runtime::reduceInto(expected.data(), b.data(), count, type, combine);
       Allocation da(*device, bytes), db(*device, bytes), out(*device, bytes);
-      std::memcpy(da.p, a.data(), bytes);
-      std::memcpy(db.p, b.data(), bytes);
+      fromHost(*device, da.p, a.data(), bytes);
+      fromHost(*device, db.p, b.data(), bytes);
       device->reduce(out.p, da.p, db.p, count, {type, op}, s);     // three operands
       device->reduce(db.p, da.p, db.p, count, {type, op}, s);      // dst aliases the incoming
       device->reduce(da.p, da.p, b.data(), count, {type, op}, s);  // dst aliases the first
       device->synchronize(s);
       const std::string what = blink::runtime::toString(type) + " " + blink::runtime::toString(op);
-      EXPECT_EQ(std::memcmp(out.p, expected.data(), bytes), 0) << what;
-      EXPECT_EQ(std::memcmp(db.p, expected.data(), bytes), 0) << what;
-      EXPECT_EQ(std::memcmp(da.p, expected.data(), bytes), 0) << what;
+      EXPECT_EQ(toHost(*device, out.p, bytes), expected) << what;
+      EXPECT_EQ(toHost(*device, db.p, bytes), expected) << what;
+      EXPECT_EQ(toHost(*device, da.p, bytes), expected) << what;
       if (op == blinkAvg) {
         blink::runtime::divideBy(expected.data(), count, type, 3);
         device->divide(out.p, count, type, 3, s);
         device->synchronize(s);
-        EXPECT_EQ(std::memcmp(out.p, expected.data(), bytes), 0) << what << " divided";
+        EXPECT_EQ(toHost(*device, out.p, bytes), expected) << what << " divided";
       }
     }
   }
@@ -137,8 +156,9 @@ TEST(EmulatedDevice, OpenedMemoryIsTheSameMemoryAndCountsAsTheDevices) {
   ASSERT_NE(opened, nullptr);
   EXPECT_TRUE(importer->owns(opened + 100));
   EXPECT_FALSE(importer->owns(a.p) && opened != a.p);
-  a.p[8191] = std::byte{42};
-  EXPECT_EQ(opened[8191], std::byte{42});
+  const std::byte answer{42};
+  fromHost(*exporter, a.p + 8191, &answer, 1);
+  EXPECT_EQ(toHost(*importer, opened + 8191, 1)[0], answer);
   EXPECT_TRUE(exporter->owns(a.p + 8191));
   EXPECT_FALSE(exporter->owns(a.p + 8192 + 4096));
   int on_the_stack = 0;

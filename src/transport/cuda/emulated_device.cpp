@@ -1,5 +1,7 @@
 #include "transport/cuda/emulated_device.hpp"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -132,10 +134,10 @@ class EmulatedDevice final : public Device {
   bool emulated() const override { return true; }
 
   void* allocate(std::size_t bytes) override {
-    transport::ShmSegment segment = transport::ShmSegment::create(bytes == 0 ? 1 : bytes);
-    void* p = segment.data();
+    Mapping mapping = Mapping::make(transport::ShmSegment::create(bytes == 0 ? 1 : bytes));
+    void* p = mapping.user.data();
     std::unique_lock lock(memory_mutex_);
-    own_.emplace(p, std::move(segment));
+    own_.emplace(p, std::move(mapping));
     return p;
   }
   void release(void* p) noexcept override {
@@ -144,7 +146,7 @@ class EmulatedDevice final : public Device {
   }
   bool owns(const void* p) const override {
     std::shared_lock lock(memory_mutex_);
-    return within(own_, p) || within(opened_, p);
+    return find(own_, p) != nullptr || find(opened_, p) != nullptr;
   }
 
   Stream createStream() override {
@@ -166,11 +168,16 @@ class EmulatedDevice final : public Device {
 
   void copy(void* dst, const void* src, std::size_t bytes, Stream stream) override {
     if (bytes == 0 || dst == src) return;
+    dst = worker(dst);
+    src = worker(src);
     at(stream).enqueue([dst, src, bytes] { std::memcpy(dst, src, bytes); });
   }
   void reduce(void* dst, const void* a, const void* b, std::size_t count, Reduction r,
               Stream stream) override {
     if (count == 0) return;
+    dst = worker(dst);
+    a = worker(a);
+    b = worker(b);
     const std::size_t bytes = count * kernels_.element_size(r.type);
     const HostKernels k = kernels_;
     at(stream).enqueue([=] {
@@ -190,6 +197,7 @@ class EmulatedDevice final : public Device {
   void divide(void* data, std::size_t count, blinkDataType_t type, int divisor,
               Stream stream) override {
     if (count == 0) return;
+    data = worker(data);
     const HostKernels k = kernels_;
     at(stream).enqueue([=] { k.divide_by(data, count, type, divisor); });
   }
@@ -219,8 +227,8 @@ class EmulatedDevice final : public Device {
       throw Error(blinkInternalError, "emulated device: exporting memory it did not allocate");
     }
     EmulatedHandle h{};
-    std::memcpy(h.name, it->second.name().c_str(), it->second.name().size() + 1);
-    h.bytes = it->second.size();
+    std::memcpy(h.name, it->second.user.name().c_str(), it->second.user.name().size() + 1);
+    h.bytes = it->second.user.size();
     IpcHandle out;
     std::memcpy(out.bytes.data(), &h, sizeof h);
     return out;
@@ -229,10 +237,10 @@ class EmulatedDevice final : public Device {
     EmulatedHandle h{};
     std::memcpy(&h, handle.bytes.data(), sizeof h);
     h.name[sizeof h.name - 1] = '\0';
-    transport::ShmSegment segment = transport::ShmSegment::open(h.name);
-    void* p = segment.data();
+    Mapping mapping = Mapping::make(transport::ShmSegment::open(h.name));
+    void* p = mapping.user.data();
     std::unique_lock lock(memory_mutex_);
-    opened_.emplace(p, std::move(segment));
+    opened_.emplace(p, std::move(mapping));
     return p;
   }
   void closeMemory(void* p) noexcept override {
@@ -241,14 +249,45 @@ class EmulatedDevice final : public Device {
   }
 
  private:
-  using Segments = std::map<const void*, transport::ShmSegment, std::less<>>;
+  // Device memory is mapped twice: the address handed out (user) has no access at
+  // all, so host code that touches device memory instead of queuing work on a
+  // stream crashes here as it would on a GPU; the streams work on a second mapping
+  // of the same pages (worker).
+  struct Mapping {
+    transport::ShmSegment user;
+    transport::ShmSegment worker;
 
-  static bool within(const Segments& segments, const void* p) {
+    static Mapping make(transport::ShmSegment segment) {
+      Mapping m;
+      m.worker = transport::ShmSegment::open(segment.name());
+      if (mprotect(segment.data(), segment.size(), PROT_NONE) != 0) {
+        throw Error(blinkSystemError, "emulated device: mprotect failed");
+      }
+      m.user = std::move(segment);
+      return m;
+    }
+  };
+  using Segments = std::map<const void*, Mapping, std::less<>>;
+
+  static const Mapping* find(const Segments& segments, const void* p) {
     auto it = segments.upper_bound(p);
-    if (it == segments.begin()) return false;
+    if (it == segments.begin()) return nullptr;
     --it;
     const auto* base = static_cast<const std::byte*>(it->first);
-    return static_cast<const std::byte*>(p) < base + it->second.size();
+    if (static_cast<const std::byte*>(p) >= base + it->second.user.size()) return nullptr;
+    return &it->second;
+  }
+
+  // The stream threads' address of p (p itself when it is host memory).
+  template <typename T>
+  T* worker(T* p) const {
+    std::shared_lock lock(memory_mutex_);
+    const Mapping* m = find(own_, p);
+    if (m == nullptr) m = find(opened_, p);
+    if (m == nullptr) return p;
+    const auto offset =
+        static_cast<std::size_t>(reinterpret_cast<const std::byte*>(p) - m->user.data());
+    return reinterpret_cast<T*>(m->worker.data() + offset);
   }
 
   StreamThread& at(Stream s) {
