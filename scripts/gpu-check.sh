@@ -3,8 +3,9 @@
 # a Release build with CUDA, the CUDA unit tests, the MPI tests on device buffers at
 # np 1-4 on one GPU, 8 ranks on one GPU as a DGX-1V (BLINK_TOPO=dgx1-v100: tree
 # plans on device memory), and the kernel benchmark (reduction against cudaMemcpy
-# device to device). Results under OUT/gpu-check/: results.csv (one row per step),
-# kernel_bench.csv, summary.md, logs/. Exits non-zero if any step failed.
+# device to device), and blink_perf -m device at np 1-4. Results under OUT/gpu-check/:
+# results.csv (one row per step), kernel_bench.csv, blink_perf_device.csv, summary.md,
+# logs/. Exits non-zero if any step failed.
 #
 # Usage: scripts/gpu-check.sh [--dry-run] [--build-dir DIR] [--out DIR] [--help]
 #   --dry-run        no GPU needed: the same steps on the emulated device
@@ -86,7 +87,7 @@ fi
 record prerequisites PASS 0 "GPU: $gpu_info"
 
 # 1. Release build with CUDA: only what the steps below run.
-targets=(test_cuda test_emulated_device test_device_collectives)
+targets=(test_cuda test_emulated_device test_device_collectives blink_perf)
 cmake_args=(-G Ninja -DBLINK_WERROR=ON -DBLINK_BUILD_PERF=ON)
 if [ "$dry_run" = 0 ]; then
   targets+=(device_reduce_bench)
@@ -157,8 +158,16 @@ else
   fi
 fi
 
-# 6. blink_perf -m device: not implemented yet (issue 18, item 5).
-record blink_perf_device SKIP 0 "blink_perf has no -m device yet"
+# 6. blink_perf -m device at np 1-4: AllReduce float32 sum, 1 KiB..256 MiB, checked.
+perf_csv=$results/blink_perf_device.csv
+: > "$perf_csv"
+for np in 1 2 3 4; do
+  # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+  run_step "blink_perf_device_np$np" 90 bash -c \
+    '"$@" >> "$0"' "$perf_csv" env BLINK_DEVICE="$device" mpirun -np "$np" \
+    "$build_dir/perf/blink_perf" -m device -b 1K -e "$([ "$dry_run" = 1 ] && echo 4M || echo 256M)" \
+    -f 4 -n 10 -w 3 --format csv
+done
 
 total=$(($(date +%s) - started))
 {
@@ -179,6 +188,14 @@ total=$(($(date +%s) - started))
     echo
     echo '```'
     cat "$bench_csv"
+    echo '```'
+  fi
+  if [ -s "$perf_csv" ]; then
+    echo
+    echo "## blink_perf -m device (AllReduce float32 sum; np 1-4 in order)"
+    echo
+    echo '```'
+    grep -v '^impl,' "$perf_csv"
     echo '```'
   fi
 } > "$results/summary.md"

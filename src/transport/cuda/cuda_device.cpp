@@ -44,6 +44,9 @@ class CudaDevice final : public Device {
     void* p = nullptr;
     check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc");
     check(cudaMemset(p, 0, bytes), "cudaMemset");
+    // The memset runs on the legacy stream, which Blink's non-blocking streams do not
+    // wait for.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     return p;
   }
   void release(void* p) noexcept override {
@@ -84,10 +87,12 @@ class CudaDevice final : public Device {
   void reduce(void* dst, const void* a, const void* b, std::size_t count, Reduction r,
               Stream stream) override {
     const blinkRedOp_t op = r.op == blinkAvg ? blinkSum : r.op;
+    current();  // a launch goes to the calling thread's current device
     checkKernel(cuda::launchReduce(r.type, op, dst, a, b, count, streamAt(stream)), "reduction");
   }
   void divide(void* data, std::size_t count, blinkDataType_t type, int divisor,
               Stream stream) override {
+    current();
     checkKernel(cuda::launchDivide(type, data, divisor, count, streamAt(stream)), "division");
   }
 
