@@ -18,8 +18,11 @@
 
 #include "blink/blink.h"
 #include "mpi_test_support.hpp"
+#include "plan/plan.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
+#include "transport/cuda/device_transport.hpp"
 
 namespace {
 
@@ -314,6 +317,54 @@ TEST_F(DeviceCollectives, HostAndDeviceBuffersOfOneCallAreRefusedOnEveryRank) {
       << blinkGetLastError();
   EXPECT_EQ(out[999], static_cast<float>(size_));
   checkAll(blinkFloat64, blinkMin, 100, 3, 0);
+}
+
+// The executor's own rule on the device: a step that depends on a Copy step (here a
+// Send, on another stream) starts only once the copy's event has passed. No planner
+// lowering emits Copy steps yet, so a hand-made plan on the device transport checks it:
+// rank 0 copies a range and sends the copy to rank 1, twenty times over fresh data.
+TEST_F(DeviceCollectives, AStepAfterACopyOnTheDeviceSeesTheCopiedBytes) {
+  namespace rt = blink::runtime;
+  const std::size_t half = 64 * 1024;
+  std::vector<int> node_rank_of(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) node_rank_of[static_cast<std::size_t>(r)] = r;
+  blink::transport::DeviceTransportOptions options;
+  options.slot_bytes = 4096;
+  blink::transport::DeviceTransport transport(*device_, MPI_COMM_WORLD, node_rank_of, rank_,
+                                              options);
+  blink::plan::Plan plan;
+  plan.collective = blink::plan::Collective::Broadcast;
+  plan.num_ranks = size_;
+  plan.bytes = 2 * half;
+  plan.ranks.resize(static_cast<std::size_t>(size_));
+  if (size_ >= 2) {
+    using blink::plan::StepKind;
+    plan.ranks[0].steps = {{StepKind::Copy, -1, 0, half, half, 0, -1, {}},
+                           {StepKind::Send, 1, 0, half, half, 0, -1, {0}}};
+    plan.ranks[1].steps = {{StepKind::Recv, 0, 0, half, half, 0, -1, {}}};
+  }
+  const rt::Program program = rt::compileProgram(plan, rank_, [&](int peer) {
+    return rt::PeerRoute{peer, &transport};
+  });
+  const rt::StreamNeeds needs = rt::streamNeeds(program, &transport);
+  transport.ensureStreams(needs.sends, needs.recvs);
+  std::vector<Device::Event> events;
+  rt::DeviceRun run{device_, device_->createStream(), &events, {blinkUint8, blinkSum}};
+  rt::RunOptions run_options;
+  run_options.device = &run;
+  run_options.timeout_seconds = 60;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::byte> host(2 * half);
+    for (std::size_t i = 0; i < half; ++i) host[i] = static_cast<std::byte>(i * 13 + round);
+    std::byte* buffer = deviceCopy(host);  // the first half fresh, the second zeros
+    rt::execute(program, buffer, nullptr, blink::Combine{}, run_options);
+    const std::vector<std::byte> got = hostCopy(buffer, 2 * half);
+    if (rank_ <= 1 && size_ >= 2) {
+      EXPECT_TRUE(
+          std::equal(got.begin() + static_cast<std::ptrdiff_t>(half), got.end(), host.begin()))
+          << "round " << round;
+    }
+  }
 }
 
 }  // namespace
