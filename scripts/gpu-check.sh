@@ -88,7 +88,9 @@ record prerequisites PASS 0 "GPU: $gpu_info"
 
 # 1. Release build with CUDA: only what the steps below run.
 targets=(test_cuda test_emulated_device test_device_collectives blink_perf)
-cmake_args=(-G Ninja -DBLINK_WERROR=ON -DBLINK_BUILD_PERF=ON)
+# Warnings are errors in the builds without a GPU (where they are checked, for the
+# kernels too); here a Release-only warning must not cost the one run on a GPU.
+cmake_args=(-G Ninja -DBLINK_WERROR=OFF -DBLINK_BUILD_PERF=ON)
 if [ "$dry_run" = 0 ]; then
   targets+=(device_reduce_bench)
   cmake_args+=(-DCMAKE_BUILD_TYPE=Release -DBLINK_ENABLE_CUDA=ON
