@@ -167,19 +167,41 @@ __global__ void __launch_bounds__(kThreads)
   const auto address = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(a) |
                        reinterpret_cast<std::uintptr_t>(b);
   if ((address & 15u) == 0) {
-    const std::size_t vectors = count / kPer;
-    for (std::size_t v = first; v < vectors; v += stride) {
-      union Vector {
-        uint4 raw;
-        S e[kPer];
-      } x, y, out;
-      x.raw = reinterpret_cast<const uint4*>(a)[v];
-      y.raw = reinterpret_cast<const uint4*>(b)[v];
+    union Vector {
+      uint4 raw;
+      S e[kPer];
+    };
+    auto combine = [&op](const Vector& x, const Vector& y) {
+      Vector out;
 #pragma unroll
       for (std::size_t k = 0; k < kPer; ++k) {
         out.e[k] = Traits::narrow(op(Traits::widen(x.e[k]), Traits::widen(y.e[k])));
       }
-      reinterpret_cast<uint4*>(dst)[v] = out.raw;
+      return out;
+    };
+    const auto* a4 = reinterpret_cast<const uint4*>(a);
+    const auto* b4 = reinterpret_cast<const uint4*>(b);
+    auto* d4 = reinterpret_cast<uint4*>(dst);
+    const std::size_t vectors = count / kPer;
+    // kUnroll loads of each operand in flight per thread before any store: memory
+    // latency is hidden by parallelism within a thread, not only across warps.
+    constexpr std::size_t kUnroll = 4;
+    std::size_t v = first;
+    for (; v + (kUnroll - 1) * stride < vectors; v += kUnroll * stride) {
+      Vector x[kUnroll], y[kUnroll];
+#pragma unroll
+      for (std::size_t u = 0; u < kUnroll; ++u) {
+        x[u].raw = a4[v + u * stride];
+        y[u].raw = b4[v + u * stride];
+      }
+#pragma unroll
+      for (std::size_t u = 0; u < kUnroll; ++u) d4[v + u * stride] = combine(x[u], y[u]).raw;
+    }
+    for (; v < vectors; v += stride) {
+      Vector x, y;
+      x.raw = a4[v];
+      y.raw = b4[v];
+      d4[v] = combine(x, y).raw;
     }
     done = vectors * kPer;
   }
