@@ -222,6 +222,15 @@ Communicator::Communicator(MPI_Comm comm) {
 Communicator::~Communicator() {
   device_transport_.reset();
   if (device_scratch_ != nullptr) device_->release(device_scratch_);
+  if (device_stream_ >= 0) {
+    try {
+      device_->synchronize(device_stream_);
+    } catch (const Error&) {
+      // A failed device: nothing left to wait for.
+    }
+    device_->destroyStream(device_stream_);
+  }
+  for (device::Device::Event e : device_events_) device_->destroyEvent(e);
   direct_.reset();
   one_shot_.reset();
   transport_objects_.clear();

@@ -43,12 +43,14 @@ std::vector<std::byte> toHost(Device& device, const void* p, std::size_t bytes) 
   const Device::Stream s = device.createStream();
   device.copy(out.data(), p, bytes, s);
   device.synchronize(s);
+  device.destroyStream(s);
   return out;
 }
 void fromHost(Device& device, void* p, const void* host, std::size_t bytes) {
   const Device::Stream s = device.createStream();
   device.copy(p, host, bytes, s);
   device.synchronize(s);
+  device.destroyStream(s);
 }
 
 TEST(EmulatedDeviceDeathTest, HostCodeThatTouchesDeviceMemoryCrashesAsOnAGpu) {
@@ -106,6 +108,20 @@ TEST(EmulatedDevice, AnEventNeverRecordedIsDoneAndARecordedOneOnceItsStreamPasse
   device->record(e, s);
   device->synchronize(s);
   EXPECT_TRUE(device->done(e));
+}
+
+TEST(EmulatedDevice, ADestroyedStreamRunsItsWorkAndItsNumberIsReused) {
+  auto device = makeDevice(100);
+  Allocation a(*device, 4096);
+  std::vector<std::byte> value(4096, std::byte{7});
+  const Device::Stream s = device->createStream();
+  device->copy(a.p, value.data(), value.size(), s);
+  device->destroyStream(s);  // after the copy has run
+  EXPECT_EQ(toHost(*device, a.p, value.size()), value);
+  const Device::Event e = device->createEvent();
+  device->destroyEvent(e);
+  EXPECT_EQ(device->createEvent(), e);
+  EXPECT_THROW(device->record(e + 1, s + 1000), blink::Error);  // neither exists
 }
 
 TEST(EmulatedDevice, ReductionsAndDivisionAreTheHostKernelsBitForBit) {

@@ -30,8 +30,12 @@ class CudaDevice final : public Device {
   CudaDevice(int ordinal, std::string name) : ordinal_(ordinal), name_(std::move(name)) {}
   ~CudaDevice() override {
     cudaSetDevice(ordinal_);
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    for (cudaStream_t s : streams_) {
+      if (s != nullptr) cudaStreamDestroy(s);
+    }
+    for (cudaEvent_t e : events_) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
   }
 
   std::string describe() const override {
@@ -68,16 +72,30 @@ class CudaDevice final : public Device {
     // Non-blocking: Blink's streams never wait for the legacy default stream.
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     std::lock_guard lock(mutex_);
-    streams_.push_back(s);
-    return static_cast<Stream>(streams_.size() - 1);
+    return static_cast<Stream>(store(streams_, s));
   }
   Event createEvent() override {
     current();
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     std::lock_guard lock(mutex_);
-    events_.push_back(e);
-    return static_cast<Event>(events_.size() - 1);
+    return static_cast<Event>(store(events_, e));
+  }
+  void destroyStream(Stream stream) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (stream < 0 || static_cast<std::size_t>(stream) >= streams_.size()) return;
+    if (streams_[static_cast<std::size_t>(stream)] != nullptr) {
+      cudaStreamDestroy(streams_[static_cast<std::size_t>(stream)]);
+    }
+    streams_[static_cast<std::size_t>(stream)] = nullptr;
+  }
+  void destroyEvent(Event event) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (event < 0 || static_cast<std::size_t>(event) >= events_.size()) return;
+    if (events_[static_cast<std::size_t>(event)] != nullptr) {
+      cudaEventDestroy(events_[static_cast<std::size_t>(event)]);
+    }
+    events_[static_cast<std::size_t>(event)] = nullptr;
   }
 
   void copy(void* dst, const void* src, std::size_t bytes, Stream stream) override {
@@ -140,6 +158,18 @@ class CudaDevice final : public Device {
   }
 
  private:
+  // The first free number (a destroyed one) or a new one.
+  template <typename Handle>
+  static std::size_t store(std::vector<Handle>& table, Handle handle) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      if (table[i] == nullptr) {
+        table[i] = handle;
+        return i;
+      }
+    }
+    table.push_back(handle);
+    return table.size() - 1;
+  }
   void current() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
   cudaStream_t streamAt(Stream s) {
     std::lock_guard lock(mutex_);

@@ -49,9 +49,12 @@ class Device {
   // one opened from a peer). Never throws.
   virtual bool owns(const void* p) const = 0;
 
-  // Streams and events live as long as the device (they are few and reused).
+  // Streams and events, until destroyed (their numbers may then be reused). A stream
+  // is destroyed once its work has run (the caller synchronizes first).
   virtual Stream createStream() = 0;
   virtual Event createEvent() = 0;
+  virtual void destroyStream(Stream stream) noexcept = 0;
+  virtual void destroyEvent(Event event) noexcept = 0;
 
   // Queued on `stream`. dst and src must not overlap unless equal.
   virtual void copy(void* dst, const void* src, std::size_t bytes, Stream stream) = 0;

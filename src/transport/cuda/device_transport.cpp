@@ -66,6 +66,16 @@ class DeviceFifo {
   std::byte* slot(std::uint64_t sequence) const {
     return slots_ + (sequence % slot_count_) * slot_bytes_;
   }
+  // By the stream that owns the FIFO, when it goes (a copy of it in flight is not one).
+  void destroy() noexcept {
+    try {
+      device_.synchronize(stream_);
+    } catch (const Error&) {
+      // A failed device: nothing left to wait for.
+    }
+    device_.destroyStream(stream_);
+    for (device::Device::Event e : events_) device_.destroyEvent(e);
+  }
 
   device::Device& device_;
   FifoCounters* counters_;
@@ -81,6 +91,9 @@ class DeviceSendStream final : public SendStream {
  public:
   explicit DeviceSendStream(DeviceFifo fifo)
       : fifo_(std::move(fifo)), published_(fifo_.written().load()), issued_(published_) {}
+  ~DeviceSendStream() override { fifo_.destroy(); }
+  DeviceSendStream(const DeviceSendStream&) = delete;
+  DeviceSendStream& operator=(const DeviceSendStream&) = delete;
 
   bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
     if (sent >= bytes) return true;
@@ -122,6 +135,9 @@ class DeviceRecvStreamImpl final : public DeviceRecvStream {
         sender_(sender),
         released_(fifo_.consumed().load()),
         issued_(released_) {}
+  ~DeviceRecvStreamImpl() override { fifo_.destroy(); }
+  DeviceRecvStreamImpl(const DeviceRecvStreamImpl&) = delete;
+  DeviceRecvStreamImpl& operator=(const DeviceRecvStreamImpl&) = delete;
 
   bool pull(std::size_t, std::size_t&, const PieceSink&) override {
     throw Error(blinkInternalError, "device stream from rank " + std::to_string(sender_) +

@@ -151,19 +151,43 @@ class EmulatedDevice final : public Device {
 
   Stream createStream() override {
     std::lock_guard lock(create_mutex_);
-    const std::size_t id = stream_count_.load();
-    if (id >= kMaxStreams) throw Error(blinkSystemError, "emulated device: too many streams");
+    std::size_t id = stream_count_.load();
+    if (!free_streams_.empty()) {
+      id = free_streams_.back();
+      free_streams_.pop_back();
+    } else if (id >= kMaxStreams) {
+      throw Error(blinkSystemError, "emulated device: too many streams");
+    }
     streams_[id] = std::make_unique<StreamThread>(max_delay_us_);
-    stream_count_.store(id + 1);
+    if (id == stream_count_.load()) stream_count_.store(id + 1);
     return static_cast<Stream>(id);
   }
   Event createEvent() override {
     std::lock_guard lock(create_mutex_);
-    const std::size_t id = event_count_.load();
-    if (id >= kMaxEvents) throw Error(blinkSystemError, "emulated device: too many events");
+    std::size_t id = event_count_.load();
+    if (!free_events_.empty()) {
+      id = free_events_.back();
+      free_events_.pop_back();
+    } else if (id >= kMaxEvents) {
+      throw Error(blinkSystemError, "emulated device: too many events");
+    }
     events_[id] = std::make_unique<EventState>();
-    event_count_.store(id + 1);
+    if (id == event_count_.load()) event_count_.store(id + 1);
     return static_cast<Event>(id);
+  }
+  void destroyStream(Stream stream) noexcept override {
+    std::lock_guard lock(create_mutex_);
+    if (stream < 0 || static_cast<std::size_t>(stream) >= stream_count_.load()) return;
+    if (!streams_[static_cast<std::size_t>(stream)]) return;
+    streams_[static_cast<std::size_t>(stream)].reset();  // runs what is queued, then ends
+    free_streams_.push_back(static_cast<std::size_t>(stream));
+  }
+  void destroyEvent(Event event) noexcept override {
+    std::lock_guard lock(create_mutex_);
+    if (event < 0 || static_cast<std::size_t>(event) >= event_count_.load()) return;
+    if (!events_[static_cast<std::size_t>(event)]) return;
+    events_[static_cast<std::size_t>(event)].reset();
+    free_events_.push_back(static_cast<std::size_t>(event));
   }
 
   void copy(void* dst, const void* src, std::size_t bytes, Stream stream) override {
@@ -291,13 +315,15 @@ class EmulatedDevice final : public Device {
   }
 
   StreamThread& at(Stream s) {
-    if (s < 0 || static_cast<std::size_t>(s) >= stream_count_.load()) {
+    if (s < 0 || static_cast<std::size_t>(s) >= stream_count_.load() ||
+        !streams_[static_cast<std::size_t>(s)]) {
       throw Error(blinkInternalError, "emulated device: no stream " + std::to_string(s));
     }
     return *streams_[static_cast<std::size_t>(s)];
   }
   EventState& eventAt(Event e) {
-    if (e < 0 || static_cast<std::size_t>(e) >= event_count_.load()) {
+    if (e < 0 || static_cast<std::size_t>(e) >= event_count_.load() ||
+        !events_[static_cast<std::size_t>(e)]) {
       throw Error(blinkInternalError, "emulated device: no event " + std::to_string(e));
     }
     return *events_[static_cast<std::size_t>(e)];
@@ -311,6 +337,7 @@ class EmulatedDevice final : public Device {
   std::mutex create_mutex_;
   std::vector<std::unique_ptr<StreamThread>> streams_;
   std::vector<std::unique_ptr<EventState>> events_;
+  std::vector<std::size_t> free_streams_, free_events_;  // numbers to reuse
   std::atomic<std::size_t> stream_count_{0};
   std::atomic<std::size_t> event_count_{0};
 };
