@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "blink/blink.h"
+#include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "tools/cli.hpp"
 
@@ -60,13 +61,16 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
   -d, --datatype T         int8, uint8, int16, uint16, int32, uint32, int64, uint64,
                            float16, bfloat16, float32, float64, nccl-tests' names half,
                            float, double, or all (every type in turn; default float32)
-  -m, --memory host|device where the buffers live (default host; device is refused
-                           with exit status 1 while this build has no CUDA data path)
       --collective C       allreduce, broadcast, reduce, allgather, reducescatter
                            (default allreduce)
   -r, --root R             root rank of broadcast and reduce (default 0)
       --inplace 0|1|both   out of place only, in place only, or both (default both)
       --baseline none|mpi  also run the sweep through PMPI_* (default none)
+  -m, --memory host|device  the buffers: host memory (default), or memory of Blink's
+                           device (BLINK_DEVICE: a GPU, or EMULATED without one); with
+                           device buffers the MPI baseline is skipped (it would need a
+                           CUDA-aware MPI), inputs and results cross by device copies
+                           outside the timing, and "memcpy" is a device-to-device copy
       --format text|csv    nccl-tests-style table (default) or CSV
   -h, --help               this text
       --version            the build (blinkGetBuildInfo)
@@ -228,10 +232,10 @@ struct Options {
   bool out_of_place = true;
   bool in_place = true;
   bool baseline_mpi = false;
+  bool device_memory = false;
   bool csv = false;
   bool help = false;
   bool version = false;
-  bool device_memory = false;
   // -d all / -o all: the sweeps to run, one after another (type and op above are
   // the current one's).
   std::vector<blinkDataType_t> types = {blinkFloat32};
@@ -391,9 +395,6 @@ Options parseOptions(int argc, char** argv) {
       o.types = {parseChoice("datatype", *s, types)};
     }
   }
-  if (auto* s = get("memory")) {
-    o.device_memory = parseChoice<bool>("memory", *s, {{"host", false}, {"device", true}});
-  }
   o.type = o.types.front();
   o.op = o.ops.front();
   if (auto* s = get("collective")) {
@@ -411,6 +412,9 @@ Options parseOptions(int argc, char** argv) {
   }
   if (auto* s = get("baseline")) {
     o.baseline_mpi = parseChoice<bool>("baseline", *s, {{"none", false}, {"mpi", true}});
+  }
+  if (auto* s = get("memory")) {
+    o.device_memory = parseChoice<bool>("memory", *s, {{"host", false}, {"device", true}});
   }
   if (auto* s = get("format")) {
     o.csv = parseChoice<bool>("format", *s, {{"text", false}, {"csv", true}});
@@ -597,16 +601,39 @@ class Bench {
     fillPeriodic(recv_, elements, 0, inputPeriod(rank_, patternOp(), o_.type), es_);
     mpi_type_ = mpiType(o_.type);
     if (mpi_type_ == MPI_DATATYPE_NULL && !reduces(o_.coll)) mpi_type_ = MPI_UINT16_T;
+    if (o_.device_memory) {
+      // The host buffers stay as the staging of inputs and results.
+      device_ = rt::processDevice(0);  // made by blinkCommInitFromMPI with the local rank
+      if (device_ == nullptr) {
+        std::fprintf(stderr, "blink_perf: rank %d: --memory device, but %s\n", rank,
+                     rt::processDeviceNote().c_str());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      stream_ = device_->createStream();
+      alloc_ = alloc;
+      dsend_ = static_cast<std::byte*>(device_->allocate(alloc));
+      drecv_ = static_cast<std::byte*>(device_->allocate(alloc));
+      upload();
+    }
   }
   ~Bench() {
+    if (device_ != nullptr) {
+      device_->release(dsend_);
+      device_->release(drecv_);
+    }
     std::free(send_);
     std::free(recv_);
   }
+
+  const char* memoryName() const { return device_ != nullptr ? "device" : "host"; }
   Bench(const Bench&) = delete;
   Bench& operator=(const Bench&) = delete;
 
   // Why the MPI library cannot run this benchmark ("" if it can).
   std::string mpiSkipReason() const {
+    if (device_ != nullptr) {
+      return "device buffers: the MPI baseline is skipped (it needs a CUDA-aware MPI)";
+    }
     if (mpi_type_ == MPI_DATATYPE_NULL) {
       return rt::toString(o_.type) + " has no MPI datatype: the MPI baseline is skipped";
     }
@@ -621,10 +648,19 @@ class Bench {
     Measurement m;
     m.ran = true;
     if (rank_ == 0) {
-      for (int i = 0; i < o_.warmup; ++i) std::memcpy(recv_, send_, bytes_);
+      auto copy = [this] {
+        if (device_ == nullptr) {
+          std::memcpy(recv_, send_, bytes_);
+          return;
+        }
+        device_->copy(drecv_, dsend_, bytes_, stream_);
+        device_->synchronize(stream_);
+      };
+      for (int i = 0; i < o_.warmup; ++i) copy();
       const double t0 = PMPI_Wtime();
-      for (int i = 0; i < o_.iters; ++i) std::memcpy(recv_, send_, bytes_);
+      for (int i = 0; i < o_.iters; ++i) copy();
       m.time_us = (PMPI_Wtime() - t0) / o_.iters * 1e6;
+      if (device_ != nullptr) download();
       if (o_.check) {
         m.wrong = countWrong(recv_, bytes_ / es_, 0, inputPeriod(rank_, patternOp(), o_.type), es_);
       }
@@ -650,7 +686,9 @@ class Bench {
     m.busbw = m.algbw * busFactor(o_.coll, n_);
     if (o_.check) {
       prepareCheck(in_place, count);
+      if (device_ != nullptr) upload();
       run(impl, in_place, count);
+      if (device_ != nullptr) download();
       const long long wrong = verify(impl, in_place, count);
       PMPI_Allreduce(&wrong, &m.wrong, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     }
@@ -676,8 +714,8 @@ class Bench {
 
   // One call; `count` is the API's count (each rank's block for allgather/reducescatter).
   void run(Impl impl, bool in_place, std::size_t count) {
-    std::byte* s = send_;
-    std::byte* r = recv_;
+    std::byte* s = device_ != nullptr ? dsend_ : send_;
+    std::byte* r = device_ != nullptr ? drecv_ : recv_;
     const std::size_t block = count * es_;
     std::byte* mine = r + static_cast<std::size_t>(rank_) * block;
     const blinkDataType_t t = o_.type;
@@ -739,6 +777,18 @@ class Bench {
   }
 
   void poison(std::byte* p, std::size_t bytes) const { std::memset(p, 0x5a, bytes); }
+
+  // The host buffers to the device buffers and back, whole (outside any timing).
+  void upload() {
+    device_->copy(dsend_, send_, alloc_, stream_);
+    device_->copy(drecv_, recv_, alloc_, stream_);
+    device_->synchronize(stream_);
+  }
+  void download() {
+    device_->copy(send_, dsend_, alloc_, stream_);
+    device_->copy(recv_, drecv_, alloc_, stream_);
+    device_->synchronize(stream_);
+  }
 
   void prepareCheck(bool in_place, std::size_t count) {
     const Period own = inputPeriod(rank_, patternOp(), o_.type);
@@ -813,6 +863,12 @@ class Bench {
   std::byte* send_ = nullptr;
   std::byte* recv_ = nullptr;
   MPI_Datatype mpi_type_ = MPI_DATATYPE_NULL;
+  // --memory device: the buffers the collectives run on.
+  blink::device::Device* device_ = nullptr;
+  blink::device::Device::Stream stream_ = -1;
+  std::size_t alloc_ = 0;
+  std::byte* dsend_ = nullptr;
+  std::byte* drecv_ = nullptr;
 };
 
 // The sweep's sizes, rounded down to whole elements (x ranks for allgather/reducescatter).
@@ -981,7 +1037,8 @@ int benchmark(const Options& o) {
           o.out_of_place && o.in_place ? "both" : (o.in_place ? "1" : "0"),
           o.baseline_mpi ? "mpi" : "none");
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
-      std::printf("# %d rank(s) on %zu node(s), host buffers\n", n, distinct.size());
+      std::printf("# %d rank(s) on %zu node(s), %s buffers\n", n, distinct.size(),
+                  bench.memoryName());
       for (int r = 0; r < n; ++r) {
         std::printf("#  Rank %2d Pid %7d on %s\n", r, pids[static_cast<std::size_t>(r)],
                     &hosts[static_cast<std::size_t>(r) * kHostLen]);
@@ -1139,15 +1196,6 @@ int main(int argc, char** argv) {
   if (o.version) {
     if (launcherRank() == 0) blink::cli::printVersion("blink_perf");
     return blink::cli::kOk;
-  }
-  if (o.device_memory) {
-    if (launcherRank() == 0) {
-      std::fprintf(stderr,
-                   "blink_perf: --memory device: device memory is not available in this build "
-                   "(%s)\n",
-                   blinkGetBuildInfo());
-    }
-    return blink::cli::kFailure;
   }
   MPI_Init(&argc, &argv);
   // One sweep per datatype and op (-d all, -o all), the ops only where they apply.

@@ -14,18 +14,18 @@ extern "C" blinkResult_t blinkGetVersion(int* version) {
 
 // What this build can run, not which CMake options were on: the runtime moves host
 // memory through shared memory within a node and PMPI point-to-point between nodes
-// (src/runtime/communicator.cpp); the CUDA kernels are built but no transport uses
-// them; UCX may be found at configure time but nothing links it; communicators plan on
-// the topology discovered with hwloc and NVML (runtime/job_topology.cpp) or BLINK_TOPO,
-// and choose among the algorithms of runtime/algorithm_choice.hpp. Update it in the
+// (src/runtime/communicator.cpp), and device memory within a node through the
+// device transport on a CUDA device (built with CUDA) or the emulated one (always; see
+// runtime/process_device.hpp); UCX may be found at configure time but nothing links it;
+// communicators plan on the topology discovered with hwloc and NVML (runtime/job_topology.cpp) or
+// BLINK_TOPO, and choose among the algorithms of runtime/algorithm_choice.hpp. Update it in the
 // same commit that makes one of these untrue.
 extern "C" const char* blinkGetBuildInfo(void) {
   static const std::string info =
       std::string("Blink ") + BLINK_VERSION_STRING + " (git " + BLINK_GIT_HASH +
-      ", transports: shm, pmpi; memory: host; " +
-      (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES +
-                             ") but no CUDA data path"
-                       : std::string("CUDA: not built")) +
+      ", transports: shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
+      (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES + ")"
+                       : std::string("CUDA: not built, emulated device only")) +
       "; UCX: not used; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
       "direct, trees, hierarchical, ring, dbt)";
   return info.c_str();

@@ -139,6 +139,18 @@ const std::vector<Variable>& registry() {
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
        "emulate several nodes on one machine."},
+      {"BLINK_DEVICE", Kind::Choice, "AUTO|CUDA|EMULATED|OFF", "AUTO",
+       "Which device runs collectives on GPU buffers: AUTO (CUDA where this process sees a usable "
+       "GPU, else none: device buffers then go to the MPI library or fail), CUDA, EMULATED "
+       "(threads play streams and copy engines over host memory, for tests without a GPU: "
+       "buffers from the emulated device take the GPU data path), OFF."},
+      {"BLINK_DEVICE_EMULATION_DELAY_US", Kind::Integer, "0..100000", "0",
+       "BLINK_DEVICE=EMULATED only: delay every stream operation by a random time of up to "
+       "this many microseconds, so that work ordered only by luck goes wrong in tests."},
+      {"BLINK_DEVICE_SLOT_BYTES", Kind::Integer, "64..1073741824", "1048576",
+       "The device transport's chunk: each stream between two GPUs of a node has 4 slots of "
+       "this many bytes (a multiple of 64) in the receiver's memory, so up to 4 chunks are "
+       "copied or reduced at once per stream."},
   };
   return vars;
 }

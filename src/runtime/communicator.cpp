@@ -11,8 +11,10 @@
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
+#include "transport/cuda/device_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -47,10 +49,6 @@ void needBuffer(const void* p, std::uint64_t bytes, const char* which) {
   if (p == nullptr && bytes > 0) {
     throw Error(blinkInvalidArgument, std::string(which) + " is NULL with a count > 0");
   }
-}
-
-void copyIfDistinct(void* to, const void* from, std::size_t bytes) {
-  if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
 }
 
 Combine combineFor(blinkDataType_t type, blinkRedOp_t op) {
@@ -142,19 +140,19 @@ Communicator::Communicator(MPI_Comm comm) {
         node_.board_off = node_.direct_off = "the ranks span nodes";
       }
     }
-    memory_ = MemoryAgreement(comm_, timeout_s_);
+    device_ = processDevice(layout_.local_rank);
+    memory_ = MemoryAgreement(comm_, timeout_s_, device_);
     health_ = PeerHealth(comm_, layout_.rank, timeout_s_);
     for (int r = 0; r < layout_.size; ++r) {
       identity_ranks_ = identity_ranks_ && job_.plan_rank_of[static_cast<std::size_t>(r)] == r;
     }
-    // GPU binding: local rank i uses GPU i modulo the GPUs this process sees. The
-    // runtime moves host buffers only so far; the binding is recorded and reported.
+    // GPU binding: local rank i uses GPU i modulo the GPUs this process sees (the
+    // same rule as processDevice, which runs collectives on device buffers).
     const topo::CudaProbe cuda = topo::probeCuda();
     if (!cuda.devices.empty()) {
       bound_gpu_ = layout_.local_rank % static_cast<int>(cuda.devices.size());
       gpu_note_ = "GPU " + std::to_string(bound_gpu_) + " (" +
-                  cuda.devices[static_cast<std::size_t>(bound_gpu_)].name +
-                  "), host buffers only so far";
+                  cuda.devices[static_cast<std::size_t>(bound_gpu_)].name + ")";
     } else {
       gpu_note_ =
           "no GPU (" + (cuda.why_none.empty() ? std::string("none found") : cuda.why_none) + ")";
@@ -178,6 +176,22 @@ Communicator::Communicator(MPI_Comm comm) {
     };
     within_node_ = make(transports_.within_node);
     between_nodes_ = make(transports_.between_nodes);
+    if (!memory_.deviceEverywhere()) {
+      device_off_ = device_ == nullptr ? processDeviceNote()
+                                       : "a rank has no device, or the ranks' devices differ "
+                                         "(emulated and real)";
+    } else if (layout_.num_nodes > 1) {
+      device_off_ = "the ranks span nodes (no device transport between nodes yet)";
+    } else {
+      transport::DeviceTransportOptions options;
+      options.timeout_seconds = timeout_s_;
+      // A multiple of 64, so of every element size; senders take the receiver's.
+      options.slot_bytes =
+          static_cast<std::size_t>(env::getInt("BLINK_DEVICE_SLOT_BYTES")) / 64 * 64;
+      device_transport_ = std::make_unique<transport::DeviceTransport>(
+          *device_, node_comm_, set_up.node_rank_of, layout_.rank, options);
+      device_path_ = true;  // its stream comes with the first call on device buffers
+    }
     if (layout_.rank == 0) {
       BLINK_LOG(Info, "communicator of " << layout_.size << " ranks on " << layout_.num_nodes
                                          << " node(s); topology " << job_.topology.name()
@@ -195,6 +209,7 @@ Communicator::Communicator(MPI_Comm comm) {
                     << (forced_text_.empty() ? "" : " unless BLINK_ALGO=" + forced_text_));
     }
   } catch (...) {
+    device_transport_.reset();
     direct_.reset();
     one_shot_.reset();
     transport_objects_.clear();
@@ -205,6 +220,17 @@ Communicator::Communicator(MPI_Comm comm) {
 }
 
 Communicator::~Communicator() {
+  device_transport_.reset();
+  if (device_scratch_ != nullptr) device_->release(device_scratch_);
+  if (device_stream_ >= 0) {
+    try {
+      device_->synchronize(device_stream_);
+    } catch (const Error&) {
+      // A failed device: nothing left to wait for.
+    }
+    device_->destroyStream(device_stream_);
+  }
+  for (device::Device::Event e : device_events_) device_->destroyEvent(e);
   direct_.reset();
   one_shot_.reset();
   transport_objects_.clear();
@@ -215,7 +241,17 @@ Communicator::~Communicator() {
   if (comm_ != MPI_COMM_NULL) PMPI_Comm_free(&comm_);
 }
 
-std::byte* Communicator::scratch(std::size_t bytes) {
+std::byte* Communicator::scratch(std::size_t bytes, bool on_device) {
+  if (on_device) {
+    if (device_scratch_bytes_ < bytes) {
+      if (device_scratch_ != nullptr) device_->release(device_scratch_);
+      device_scratch_ = nullptr;
+      device_scratch_bytes_ = 0;
+      device_scratch_ = static_cast<std::byte*>(device_->allocate(bytes));
+      device_scratch_bytes_ = bytes;
+    }
+    return device_scratch_;
+  }
   // Kept between calls: fresh pages cost a fault each, which on some machines
   // is slower than the collective itself.
   if (scratch_.size() < bytes) scratch_.resize(bytes);
@@ -275,10 +311,37 @@ void Communicator::runOffPlan(Body&& body) {
   }
 }
 
-void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers) {
+void Communicator::moveBytes(bool on_device, void* to, const void* from, std::size_t bytes) {
+  if (bytes == 0 || to == from) return;
+  if (!on_device) {
+    std::memmove(to, from, bytes);
+    return;
+  }
+  device_->copy(to, from, bytes, device_stream_);
+  device_->synchronize(device_stream_);
+}
+
+void Communicator::divideResult(bool on_device, void* buffer, std::size_t count,
+                                blinkDataType_t type) {
+  if (!on_device) {
+    divideBy(buffer, count, type, size());
+    return;
+  }
+  device_->divide(buffer, count, type, size(), device_stream_);
+  device_->synchronize(device_stream_);
+}
+
+bool Communicator::placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers) {
   checkUsable();
   try {
-    memory_.requireHostMemory(buffers);
+    const bool on_device = memory_.onDevice(buffers, device_path_);
+    if (on_device) {
+      // Made at the first such call: on a GPU a stream costs a CUDA context, which
+      // communicators that only ever see host buffers should not pay for.
+      if (device_stream_ < 0) device_stream_ = device_->createStream();
+      device_->synchronizeCaller();
+    }
+    return on_device;
   } catch (const MemoryTypeError&) {
     throw;  // every rank refused together: the communicator goes on
   } catch (const Error& e) {
@@ -295,8 +358,9 @@ void Communicator::checkRoot(int root) const {
 }
 
 Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uint64_t bytes,
-                                                    int element_size, int root_plan) {
-  const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan};
+                                                    int element_size, int root_plan,
+                                                    bool on_device) {
+  const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan, on_device};
   if (auto it = cache_.find(key); it != cache_.end()) {
     // Every call passes here, the board's 2-us ones too: no allocation, no scan.
     lru_.splice(lru_.begin(), lru_, it->second.lru_position);
@@ -312,17 +376,24 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       plan::PlannerOptions options;
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
+      NodeAlgorithms node = node_;
+      if (on_device) {  // the board and the direct path move host memory only
+        node.board_capacity = 0;
+        node.direct_min = 0;
+        node.board_off = node.direct_off = "device buffers";
+      }
       AlgorithmChoice choice =
-          chooseAlgorithm({c, bytes, root_plan}, job_.topology, node_, forced_, options);
+          chooseAlgorithm({c, bytes, root_plan}, job_.topology, node, forced_, options);
       cp.algorithm = choice.algorithm;
       cp.why = choice.why;
       cp.predicted_seconds = choice.seconds;
       cp.plan = std::move(choice.plan);
       if (runsPlan(cp.algorithm)) {
         const int me = job_.plan_rank_of[static_cast<std::size_t>(layout_.rank)];
-        cp.program = compileProgram(cp.plan, me, [this](int plan_rank) {
+        cp.program = compileProgram(cp.plan, me, [this, on_device](int plan_rank) {
           const int peer = job_.comm_rank_of[static_cast<std::size_t>(plan_rank)];
           const bool local = layout_.node_of_rank[static_cast<std::size_t>(peer)] == layout_.node;
+          if (on_device) return PeerRoute{peer, device_transport_.get()};
           return PeerRoute{peer, local ? within_node_ : between_nodes_};
         });
         cp.program.comm_rank = layout_.rank;
@@ -352,9 +423,14 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
   if (runsPlan(cp.algorithm)) {
     std::unique_ptr<Error> stream_failure;
     try {
-      for (const auto& transport : transport_objects_) {
-        StreamNeeds needs = streamNeeds(cp.program, transport.get());
-        transport->ensureStreams(needs.sends, needs.recvs);
+      if (on_device) {
+        StreamNeeds needs = streamNeeds(cp.program, device_transport_.get());
+        device_transport_->ensureStreams(needs.sends, needs.recvs);
+      } else {
+        for (const auto& transport : transport_objects_) {
+          StreamNeeds needs = streamNeeds(cp.program, transport.get());
+          transport->ensureStreams(needs.sends, needs.recvs);
+        }
       }
     } catch (const Error& e) {
       stream_failure = std::make_unique<Error>(e);
@@ -382,16 +458,22 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
 }
 
 void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
-                           std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op) {
+                           std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
+                           bool on_device) {
   checkUsable();
   const auto* in = static_cast<const std::byte*>(input);
   if (in == work) in = nullptr;
   if (in != nullptr && !cp.program.input_capable) {
-    std::memcpy(work, in, bytes);
+    moveBytes(on_device, work, in, bytes);
     in = nullptr;
   }
   const Combine combine = combineFor(type, op);
+  DeviceRun device_run;
   RunOptions options;
+  if (on_device) {
+    device_run = {device_, device_stream_, &device_events_, {type, op}};
+    options.device = &device_run;
+  }
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
   try {
@@ -411,12 +493,12 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  const bool dev = placeBuffers({{send, "sendbuff"}, {recv, "recvbuff"}});
   if (size() == 1) {
-    copyIfDistinct(recv, send, bytes);
+    moveBytes(dev, recv, send, bytes);
   } else {
     CachedChoice& cp =
-        choiceFor(plan::Collective::AllReduce, bytes, static_cast<int>(elementSize(type)), 0);
+        choiceFor(plan::Collective::AllReduce, bytes, static_cast<int>(elementSize(type)), 0, dev);
     ++calls_[static_cast<std::size_t>(cp.algorithm)];
     if (cp.algorithm == Algorithm::Board) {
       runOffPlan(
@@ -427,10 +509,10 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
                            combineFor(type, op));
       });
     } else {
-      runPlan(cp, static_cast<std::byte*>(recv), send, bytes, type, op);
+      runPlan(cp, static_cast<std::byte*>(recv), send, bytes, type, op, dev);
     }
   }
-  if (op == blinkAvg) divideBy(recv, count, type, size());
+  if (op == blinkAvg) divideResult(dev, recv, count, type);
 }
 
 void Communicator::barrier() {
@@ -446,14 +528,15 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (rank() == root) needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  requireHostMemory({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
+  const bool dev =
+      placeBuffers({{rank() == root ? send : nullptr, "sendbuff"}, {recv, "recvbuff"}});
   if (size() == 1) {
-    copyIfDistinct(recv, send, bytes);
+    moveBytes(dev, recv, send, bytes);
     return;
   }
   const int root_plan = job_.plan_rank_of[static_cast<std::size_t>(root)];
-  CachedChoice& cp =
-      choiceFor(plan::Collective::Broadcast, bytes, static_cast<int>(elementSize(type)), root_plan);
+  CachedChoice& cp = choiceFor(plan::Collective::Broadcast, bytes,
+                               static_cast<int>(elementSize(type)), root_plan, dev);
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
@@ -461,7 +544,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
     runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else {
     runPlan(cp, static_cast<std::byte*>(recv), rank() == root ? send : nullptr, bytes, type,
-            blinkSum);
+            blinkSum, dev);
   }
 }
 
@@ -473,32 +556,33 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
   needBuffer(send, bytes, "sendbuff");
   if (rank() == root) needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  requireHostMemory({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
+  const bool dev =
+      placeBuffers({{send, "sendbuff"}, {rank() == root ? recv : nullptr, "recvbuff"}});
   std::byte* work = rank() == root ? static_cast<std::byte*>(recv) : nullptr;
   if (size() == 1) {
-    copyIfDistinct(work, send, bytes);
+    moveBytes(dev, work, send, bytes);
   } else {
     const int root_plan = job_.plan_rank_of[static_cast<std::size_t>(root)];
-    CachedChoice& cp =
-        choiceFor(plan::Collective::Reduce, bytes, static_cast<int>(elementSize(type)), root_plan);
+    CachedChoice& cp = choiceFor(plan::Collective::Reduce, bytes,
+                                 static_cast<int>(elementSize(type)), root_plan, dev);
     ++calls_[static_cast<std::size_t>(cp.algorithm)];
     if (cp.algorithm == Algorithm::Board) {
       runOffPlan([&] {
         one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
       });
     } else {
-      if (work == nullptr) work = scratch(bytes);
+      if (work == nullptr) work = scratch(bytes, dev);
       if (cp.algorithm == Algorithm::Direct) {
         runOffPlan([&] {
           direct_->reduce(asBytes(send), work, bytes, elementSize(type), combineFor(type, op),
                           root);
         });
       } else {
-        runPlan(cp, work, send, bytes, type, op);
+        runPlan(cp, work, send, bytes, type, op, dev);
       }
     }
   }
-  if (op == blinkAvg && rank() == root) divideBy(recv, count, type, size());
+  if (op == blinkAvg && rank() == root) divideResult(dev, recv, count, type);
 }
 
 void Communicator::allGather(const void* send, void* recv, std::size_t send_count,
@@ -509,15 +593,15 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   needBuffer(send, block, "sendbuff");
   needBuffer(recv, bytes, "recvbuff");
   if (bytes == 0) return;
-  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  const bool dev = placeBuffers({{send, "sendbuff"}, {recv, "recvbuff"}});
   auto* out = static_cast<std::byte*>(recv);
   const auto me = static_cast<std::size_t>(rank());
   if (size() == 1) {
-    copyIfDistinct(out, send, block);
+    moveBytes(dev, out, send, block);
     return;
   }
   CachedChoice& cp =
-      choiceFor(plan::Collective::AllGather, bytes, static_cast<int>(elementSize(type)), -1);
+      choiceFor(plan::Collective::AllGather, bytes, static_cast<int>(elementSize(type)), -1, dev);
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {  // comm rank order: no plan ranks involved
     runOffPlan([&] { one_shot_->allGather(asBytes(send), out, block); });
@@ -528,18 +612,18 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
     return;
   }
   if (identity_ranks_) {
-    copyIfDistinct(out + me * block, send, block);
-    runPlan(cp, out, nullptr, bytes, type, blinkSum);
+    moveBytes(dev, out + me * block, send, block);
+    runPlan(cp, out, nullptr, bytes, type, blinkSum, dev);
     return;
   }
   // Plan rank p's segment is the block of communicator rank comm_rank_of[p].
-  std::byte* work = scratch(bytes);
+  std::byte* work = scratch(bytes, dev);
   const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
-  std::memcpy(work + mine * block, send, block);
-  runPlan(cp, work, nullptr, bytes, type, blinkSum);
+  moveBytes(dev, work + mine * block, send, block);
+  runPlan(cp, work, nullptr, bytes, type, blinkSum, dev);
   for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
-    std::memcpy(out + static_cast<std::size_t>(job_.comm_rank_of[p]) * block, work + p * block,
-                block);
+    moveBytes(dev, out + static_cast<std::size_t>(job_.comm_rank_of[p]) * block, work + p * block,
+              block);
   }
 }
 
@@ -552,16 +636,16 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   needBuffer(send, bytes, "sendbuff");
   needBuffer(recv, block, "recvbuff");
   if (bytes == 0) return;
-  requireHostMemory({{send, "sendbuff"}, {recv, "recvbuff"}});
+  const bool dev = placeBuffers({{send, "sendbuff"}, {recv, "recvbuff"}});
   const auto me = static_cast<std::size_t>(rank());
   const auto* in = static_cast<const std::byte*>(send);
   if (size() == 1) {
-    copyIfDistinct(recv, send, block);
-    if (op == blinkAvg) divideBy(recv, recv_count, type, size());
+    moveBytes(dev, recv, send, block);
+    if (op == blinkAvg) divideResult(dev, recv, recv_count, type);
     return;
   }
-  CachedChoice& cp =
-      choiceFor(plan::Collective::ReduceScatter, bytes, static_cast<int>(elementSize(type)), -1);
+  CachedChoice& cp = choiceFor(plan::Collective::ReduceScatter, bytes,
+                               static_cast<int>(elementSize(type)), -1, dev);
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
@@ -578,20 +662,20 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
     if (overlaps) std::memmove(out, result, block);
   } else {
     // The plan reduces in place, so it works on scratch: the send buffer stays intact.
-    std::byte* work = scratch(bytes);
+    std::byte* work = scratch(bytes, dev);
     if (identity_ranks_) {
-      runPlan(cp, work, send, bytes, type, op);
+      runPlan(cp, work, send, bytes, type, op, dev);
     } else {
       for (std::size_t p = 0; p < static_cast<std::size_t>(size()); ++p) {
-        std::memcpy(work + p * block, in + static_cast<std::size_t>(job_.comm_rank_of[p]) * block,
-                    block);
+        moveBytes(dev, work + p * block,
+                  in + static_cast<std::size_t>(job_.comm_rank_of[p]) * block, block);
       }
-      runPlan(cp, work, nullptr, bytes, type, op);
+      runPlan(cp, work, nullptr, bytes, type, op, dev);
     }
     const auto mine = static_cast<std::size_t>(job_.plan_rank_of[me]);
-    std::memmove(recv, work + mine * block, block);
+    moveBytes(dev, recv, work + mine * block, block);
   }
-  if (op == blinkAvg) divideBy(recv, recv_count, type, size());
+  if (op == blinkAvg) divideResult(dev, recv, recv_count, type);
 }
 
 }  // namespace blink::runtime

@@ -11,6 +11,14 @@
 // rank alike (the choice is deterministic), checked across ranks by a hash, and
 // cached with what it needs (a compiled plan and its streams, or the board or the
 // direct path, set up at their first use).
+//
+// Device buffers. Where every rank has a device (runtime/process_device.hpp:
+// BLINK_DEVICE, a GPU bound by local rank, or the emulated one) and all ranks share
+// one node, calls whose buffers are all device memory run the planner's plans on
+// the device: the executor on device memory, streams of the device transport
+// (transport/cuda/device_transport.hpp), scratch in device memory. The node
+// algorithms (board, direct path) move host memory only and are not candidates
+// there. Each call first agrees on the kind of its buffers (memory_agreement.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -89,19 +97,21 @@ class Communicator {
     std::string why;
     double predicted_seconds = 0.0;
     double planning_seconds = 0.0;  // deciding, building and setting up, on this rank
-    std::list<std::tuple<int, std::uint64_t, int, int>>::iterator lru_position;
+    std::list<std::tuple<int, std::uint64_t, int, int, bool>>::iterator lru_position;
   };
-  using PlanKey = std::tuple<int, std::uint64_t, int, int>;  // collective, bytes, element, root
+  // collective, bytes, element, root, on the device
+  using PlanKey = std::tuple<int, std::uint64_t, int, int, bool>;
 
   // The decision for a call, made collectively at its first use (see the top).
-  CachedChoice& choiceFor(plan::Collective c, std::uint64_t bytes, int element_size, int root_plan);
+  CachedChoice& choiceFor(plan::Collective c, std::uint64_t bytes, int element_size, int root_plan,
+                          bool on_device);
   // Sets up what `algorithm` needs (the board, the direct path), collectively; false
   // (on every rank) when it cannot be made, which rules it out from then on.
   bool ensureNodeAlgorithm(Algorithm algorithm);
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
   // the working buffer's layout and saves copying it into `work` first.
   void runPlan(CachedChoice& choice, std::byte* work, const void* input, std::uint64_t bytes,
-               blinkDataType_t type, blinkRedOp_t op);
+               blinkDataType_t type, blinkRedOp_t op, bool on_device);
   // Runs `body` (a call on the board or the direct path) unless the communicator is
   // broken, and breaks it if the call fails midway.
   template <typename Body>
@@ -109,8 +119,13 @@ class Communicator {
   void checkUsable() const;
   // Collective: throws MemoryTypeError on every rank when any rank's buffers are
   // not host memory (memory_agreement.hpp); before any data of the call moves.
-  void requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers);
-  std::byte* scratch(std::size_t bytes);
+  // Collective: whether the call's buffers are device memory (every rank alike);
+  // throws MemoryTypeError on every rank when they can go neither way.
+  bool placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers);
+  std::byte* scratch(std::size_t bytes, bool on_device = false);
+  // memcpy, or a copy on the device (finished when it returns).
+  void moveBytes(bool on_device, void* to, const void* from, std::size_t bytes);
+  void divideResult(bool on_device, void* buffer, std::size_t count, blinkDataType_t type);
   void checkRoot(int root) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -144,6 +159,15 @@ class Communicator {
   std::vector<std::byte> scratch_;
   // The padded blocks of the vector collectives (scratch_ is the collectives' own).
   std::vector<std::byte> padded_;
+  // The GPU data path (see the top); device_path_ is agreed by every rank.
+  device::Device* device_ = nullptr;
+  bool device_path_ = false;
+  std::string device_off_;  // why there is no device path
+  std::unique_ptr<Transport> device_transport_;
+  device::Device::Stream device_stream_ = -1;
+  std::vector<device::Device::Event> device_events_;
+  std::byte* device_scratch_ = nullptr;
+  std::size_t device_scratch_bytes_ = 0;
 };
 
 }  // namespace blink::runtime

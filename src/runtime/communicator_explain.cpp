@@ -29,6 +29,10 @@ std::string Communicator::explain() const {
         << job_.topology.device(job_.topology.gpus()[static_cast<std::size_t>(p)]).id;
   }
   out << "\nThis rank's device: " << gpu_note_;
+  out << "\nDevice buffers: "
+      << (device_path_ ? "the planner's plans on " + device_->describe() +
+                             ", streams of the device transport (cuda)"
+                       : "no GPU data path (" + device_off_ + ")");
   out << "\nStreams of plans: " << transports_.describe() << "\n";
   out << "Memory: " << memory_.describe() << "\n";
   out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "

@@ -8,6 +8,7 @@
 
 #include "common/backoff.hpp"
 #include "common/error.hpp"
+#include "transport/cuda/device_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -165,7 +166,9 @@ class Run {
         lane_pos_(p.lanes.size(), 0),
         lane_done_(p.lanes.size(), 0),
         send_streams_(p.lanes.size(), nullptr),
-        recv_streams_(p.lanes.size(), nullptr) {
+        recv_streams_(p.lanes.size(), nullptr),
+        device_recv_streams_(p.lanes.size(), nullptr) {
+    if (options.device != nullptr) free_events_ = *options.device->events;
     for (std::size_t l = 0; l < p.lanes.size(); ++l) {
       const Lane& lane = p.lanes[l];
       StreamKey key{lane.peer, lane.channel};
@@ -173,6 +176,14 @@ class Run {
         send_streams_[l] = &lane.transport->sendStream(key);
       } else {
         recv_streams_[l] = &lane.transport->recvStream(key);
+        if (options.device != nullptr) {
+          device_recv_streams_[l] = dynamic_cast<transport::DeviceRecvStream*>(recv_streams_[l]);
+          if (device_recv_streams_[l] == nullptr) {
+            throw Error(blinkInternalError, "execute: device buffers on a " +
+                                                lane.transport->name() +
+                                                " stream, which moves host memory only");
+          }
+        }
       }
     }
     for (std::size_t i = 0; i < p.steps.size(); ++i) {
@@ -185,12 +196,13 @@ class Run {
     const std::size_t total = p_.steps.size();
     while (done_ < total) {
       bool moved = runCopies();
+      moved |= retireDeviceCopies();
       for (std::size_t l = 0; l < p_.lanes.size(); ++l) moved |= advanceLane(l);
       if (moved) {
         backoff.progressed();
         continue;
       }
-      if (done_ < total && ready_copies_.empty() && !anyLaneReady()) {
+      if (done_ < total && ready_copies_.empty() && device_copies_.empty() && !anyLaneReady()) {
         throw Error(blinkInternalError, "plan deadlock on this rank: " + std::to_string(done_) +
                                             " of " + std::to_string(total) +
                                             " steps done and none can start");
@@ -199,8 +211,14 @@ class Run {
     }
     if (input_ != nullptr) {
       for (const auto& [offset, bytes] : p_.never_written) {
-        std::memcpy(buffer_ + offset, input_ + offset, bytes);
+        if (options_.device != nullptr) {
+          options_.device->device->copy(buffer_ + offset, input_ + offset, bytes,
+                                        options_.device->stream);
+        } else {
+          std::memcpy(buffer_ + offset, input_ + offset, bytes);
+        }
       }
+      if (options_.device != nullptr) options_.device->device->synchronize(options_.device->stream);
     }
   }
 
@@ -237,6 +255,12 @@ class Run {
         continue;
       }
       const plan::Step& s = p_.steps[static_cast<std::size_t>(c)];
+      if (options_.device != nullptr) {
+        queueDeviceCopy(c);
+        ready_copies_.erase(ready_copies_.begin() + static_cast<std::ptrdiff_t>(k));
+        moved = true;
+        continue;
+      }
       if (fromInput(c)) {
         std::memcpy(buffer_ + s.offset, input_ + s.source_offset, s.bytes);
       } else if (s.bytes > 0 && s.offset != s.source_offset) {
@@ -244,6 +268,40 @@ class Run {
       }
       ready_copies_.erase(ready_copies_.begin() + static_cast<std::ptrdiff_t>(k));
       complete(c);
+      moved = true;
+    }
+    return moved;
+  }
+
+  // A Copy step on the device: queued now, done when its event has passed.
+  void queueDeviceCopy(int step) {
+    const DeviceRun& run = *options_.device;
+    const plan::Step& s = p_.steps[static_cast<std::size_t>(step)];
+    if (free_events_.empty()) {
+      free_events_.push_back(run.device->createEvent());
+      run.events->push_back(free_events_.back());
+    }
+    const device::Device::Event event = free_events_.back();
+    free_events_.pop_back();
+    const std::byte* from = (fromInput(step) ? input_ : buffer_) + s.source_offset;
+    if (s.bytes > 0 && (fromInput(step) || s.offset != s.source_offset)) {
+      run.device->copy(buffer_ + s.offset, from, s.bytes, run.stream);
+    }
+    run.device->record(event, run.stream);
+    device_copies_.emplace_back(step, event);
+  }
+
+  bool retireDeviceCopies() {
+    bool moved = false;
+    for (std::size_t k = 0; k < device_copies_.size();) {
+      const auto [step, event] = device_copies_[k];
+      if (!options_.device->device->done(event)) {
+        ++k;
+        continue;
+      }
+      device_copies_.erase(device_copies_.begin() + static_cast<std::ptrdiff_t>(k));
+      free_events_.push_back(event);
+      complete(step);
       moved = true;
     }
     return moved;
@@ -278,7 +336,12 @@ class Run {
       } else {
         if (done == 0 && writes(s) && blockedByInFlightSend(index)) break;
         std::byte* dest = buffer_ + s.offset;
-        if (s.kind == plan::StepKind::RecvReduce && fromInput(index)) {
+        if (options_.device != nullptr && s.kind == plan::StepKind::RecvReduce) {
+          // On the device: dest = first (+) incoming, queued chunk by chunk.
+          const std::byte* first = fromInput(index) ? input_ + s.offset : dest;
+          finished = device_recv_streams_[l]->pullReduce(s.bytes, done, dest, first,
+                                                         options_.device->reduction);
+        } else if (s.kind == plan::StepKind::RecvReduce && fromInput(index)) {
           // The first combination into these bytes: out = input (+) incoming,
           // piece by piece while the piece is hot in cache.
           const std::byte* in = input_ + s.offset;
@@ -349,7 +412,10 @@ class Run {
   std::vector<std::size_t> lane_done_;
   std::vector<SendStream*> send_streams_;
   std::vector<RecvStream*> recv_streams_;
+  std::vector<transport::DeviceRecvStream*> device_recv_streams_;
   std::vector<int> ready_copies_;
+  std::vector<std::pair<int, device::Device::Event>> device_copies_;  // queued, not yet run
+  std::vector<device::Device::Event> free_events_;
   std::vector<int> in_flight_sends_;
   std::size_t done_ = 0;
 };

@@ -9,6 +9,13 @@
 // Transports have weaker timing than the IR's "a Send reads its range when it
 // starts": a stream may read the source while it pushes. So a step that writes a
 // range also waits until earlier Sends of an overlapping range have been pushed.
+//
+// On device memory (RunOptions::device) the same schedule runs with the bytes on a
+// GPU: Copy steps are queued on the device's stream and complete when their event
+// has passed, receive steps reduce on the device chunk by chunk
+// (transport::DeviceRecvStream), and a step counts as done only once its device
+// work has run, so the host-side dependency rules above order the device work too;
+// the host thread only polls events, it never waits for the whole device.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +26,7 @@
 
 #include "common/combine.hpp"
 #include "plan/plan.hpp"
+#include "transport/cuda/device.hpp"
 #include "transport/transport.hpp"
 
 namespace blink::runtime {
@@ -71,9 +79,22 @@ struct StreamNeeds {
 };
 StreamNeeds streamNeeds(const Program& program, const Transport* transport);
 
+// What a run on device memory needs: the device, a stream of its own for Copy
+// steps, a pool of events that grows as needed (kept between runs: events are made
+// once), and the reduction (receive steps reduce on the device, not via Combine).
+struct DeviceRun {
+  device::Device* device = nullptr;
+  device::Device::Stream stream = -1;
+  std::vector<device::Device::Event>* events = nullptr;
+  Reduction reduction;
+};
+
 struct RunOptions {
   double timeout_seconds = 300.0;
   std::string what;  // e.g. "allreduce of 4096 bytes", for error messages
+  // Not null: `buffer` and `input` are memory of this device, and every stream of
+  // the program is a device stream.
+  const DeviceRun* device = nullptr;
 };
 
 // Runs `program` on `buffer` (the plan's working buffer). With `input` (requires

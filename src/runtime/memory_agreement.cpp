@@ -25,14 +25,21 @@ std::int64_t encode(int rank, std::size_t buffer, MemoryType type) {
 
 }  // namespace
 
-MemoryAgreement::MemoryAgreement(MPI_Comm comm, double timeout_seconds)
-    : comm_(comm), timeout_seconds_(timeout_seconds) {
+MemoryAgreement::MemoryAgreement(MPI_Comm comm, double timeout_seconds, device::Device* device)
+    : comm_(comm), timeout_seconds_(timeout_seconds), device_(device) {
   PMPI_Comm_rank(comm, &rank_);
-  const int mine = CudaDriver::process().usable() ? 1 : 0;
-  int any = 0;
-  allreduceWithin(&mine, &any, 1, MPI_INT, MPI_MAX, comm, timeout_seconds,
+  // {any rank has a driver or device, some rank has no device, some rank has an
+  // emulated one, some rank a real one} in one reduction: a device path needs a
+  // device of the same kind on every rank (an emulated one cannot open a GPU's IPC).
+  const bool emulated = device != nullptr && device->emulated();
+  const int mine[4] = {CudaDriver::process().usable() || device != nullptr ? 1 : 0,
+                       device == nullptr ? 1 : 0, emulated ? 1 : 0,
+                       device != nullptr && !emulated ? 1 : 0};
+  int any[4] = {0, 0, 0, 0};
+  allreduceWithin(mine, any, 4, MPI_INT, MPI_MAX, comm, timeout_seconds,
                   "agreeing whether any rank has a CUDA driver");
-  cuda_anywhere_ = any != 0;
+  cuda_anywhere_ = any[0] != 0;
+  device_everywhere_ = any[1] == 0 && !(any[2] != 0 && any[3] != 0);
   if (rank_ == 0) {
     BLINK_LOG(Info,
               "memory: " << describe() << " (rank 0: " << CudaDriver::process().describe() << ")");
@@ -69,12 +76,70 @@ void MemoryAgreement::requireHostMemory(std::initializer_list<Buffer> buffers) c
                             "); Blink has no data path for device memory yet (host memory only)");
 }
 
+bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool device_path) const {
+  if (!cuda_anywhere_) return false;
+  if (buffers.size() > static_cast<std::size_t>(kMaxBuffers)) {
+    throw Error(blinkInternalError, "onDevice: too many buffers");
+  }
+  const CudaDriver& driver = CudaDriver::process();
+  // {the lowest bad buffer's code, -(any device buffer), -(any host buffer)}: one MIN.
+  std::int64_t mine[3] = {kAllHost, 0, 0};
+  std::size_t index = 0;
+  for (const Buffer& buffer : buffers) {
+    if (buffer.pointer != nullptr) {
+      if (device_ != nullptr && device_->owns(buffer.pointer)) {
+        mine[1] = -1;
+      } else if (const MemoryType type = driver.classify(buffer.pointer); hostAccessible(type)) {
+        mine[2] = -1;
+      } else if (mine[0] == kAllHost) {
+        mine[0] = encode(rank_, index, type);
+      }
+    }
+    ++index;
+  }
+  std::int64_t all[3] = {kAllHost, 0, 0};
+  allreduceWithin(mine, all, 3, MPI_INT64_T, MPI_MIN, comm_, timeout_seconds_,
+                  "agreeing on the memory types of the buffers");
+  if (all[0] != kAllHost) {
+    const auto type = static_cast<MemoryType>(all[0] % kTypes);
+    const auto buffer = static_cast<std::size_t>(all[0] / kTypes % kMaxBuffers);
+    const auto rank = all[0] / kTypes / kMaxBuffers;
+    const char* name = buffer < buffers.size() ? buffers.begin()[buffer].name : "a buffer";
+    throw MemoryTypeError(
+        blinkInvalidUsage,
+        "rank " + std::to_string(rank) + " passed " + runtime::describe(type) + " (" + name +
+            (device_everywhere_ ? ") that is not memory of its Blink device (BLINK_DEVICE); Blink "
+                                  "moves host memory and its device's memory only"
+                                : "); Blink has no data path for device memory yet (host memory "
+                                  "only)"));
+  }
+  const bool any_device = all[1] != 0, any_host = all[2] != 0;
+  if (!any_device) return false;
+  if (any_host) {
+    throw MemoryTypeError(blinkInvalidUsage,
+                          "the buffers of this call mix host and device memory (across the "
+                          "ranks or within one); Blink needs all of one kind");
+  }
+  if (!device_path) {
+    throw MemoryTypeError(blinkInvalidUsage,
+                          "device buffers, but this communicator has no GPU data path (it needs "
+                          "a device on every rank and all ranks on one node)");
+  }
+  return true;
+}
+
 std::string MemoryAgreement::describe() const {
-  std::string text = "host memory only (pageable or CUDA-registered); ";
+  std::string text = device_everywhere_
+                         ? "host memory (pageable or CUDA-registered) and device memory of every "
+                           "rank's Blink device; "
+                         : "host memory only (pageable or CUDA-registered); ";
   if (cuda_anywhere_) {
     return text +
-           "a rank has a CUDA driver, so every call first agrees that all its buffers are host "
-           "memory, and refuses device or managed memory on every rank alike";
+           (device_everywhere_
+                ? "every rank has a device, so every call first agrees on the kind of all its "
+                  "buffers, and refuses other memory on every rank alike"
+                : "a rank has a CUDA driver, so every call first agrees that all its buffers are "
+                  "host memory, and refuses device or managed memory on every rank alike");
   }
   return text + "no rank has a usable CUDA driver, so buffers are not checked";
 }

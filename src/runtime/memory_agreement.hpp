@@ -13,6 +13,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "transport/cuda/device.hpp"
+
 namespace blink::runtime {
 
 class MemoryAgreement {
@@ -24,9 +26,20 @@ class MemoryAgreement {
 
   MemoryAgreement() = default;  // checks nothing
   // Collective over `comm` (a communicator only Blink uses): one reduction.
-  MemoryAgreement(MPI_Comm comm, double timeout_seconds);
+  // `device`: this rank's device for collectives on GPU buffers (or none).
+  MemoryAgreement(MPI_Comm comm, double timeout_seconds, device::Device* device = nullptr);
 
   bool checksBuffers() const { return cuda_anywhere_; }
+  // Every rank has a device, all emulated or all real (so device buffers may take
+  // the GPU data path).
+  bool deviceEverywhere() const { return device_everywhere_; }
+
+  // Collective when checksBuffers(). False when every rank's buffers are host
+  // memory; true when they are all memory of the ranks' devices and
+  // `device_path` (agreed by every rank: the path exists). Otherwise throws
+  // MemoryTypeError(blinkInvalidUsage) on every rank alike, naming the lowest rank
+  // with a buffer that cannot go, or saying that host and device buffers are mixed.
+  bool onDevice(std::initializer_list<Buffer> buffers, bool device_path) const;
 
   // Collective when checksBuffers(). Throws MemoryTypeError(blinkInvalidUsage) on
   // every rank alike when some rank's buffer is not host memory, naming the lowest
@@ -41,6 +54,8 @@ class MemoryAgreement {
   double timeout_seconds_ = 0;
   int rank_ = 0;
   bool cuda_anywhere_ = false;
+  device::Device* device_ = nullptr;
+  bool device_everywhere_ = false;
 };
 
 }  // namespace blink::runtime

@@ -6,6 +6,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/process_device.hpp"
 #include "tools/cli.hpp"
 #include "topology/cuda_probe.hpp"
 #include "topology/job_graph.hpp"
@@ -22,7 +23,8 @@ const char* kHelp =
 Describes this build of Blink and its configuration.
   (no option)     what --version prints, then every BLINK_* variable
   --version       what this build runs (version, git revision, transports, memory
-                  types), then what this machine has (CUDA driver, GPUs)
+                  types), then what this machine has (CUDA driver, GPUs, the device
+                  for GPU buffers: BLINK_DEVICE)
   --env           every BLINK_* variable with its current value or default
   --env-markdown  the configuration table of the README, generated from the code
   --check-env     validate every BLINK_* variable that is set; exit 1 on a bad one
@@ -75,6 +77,9 @@ void printMachine() {
   for (const auto& dev : cuda.devices) {
     std::cout << "  GPU " << dev.ordinal << ": " << dev.name << " at " << dev.pci_bus_id << "\n";
   }
+  // What runs collectives on device buffers here, as for local rank 0 (BLINK_DEVICE).
+  blink::runtime::processDevice(0);
+  std::cout << "Device for GPU buffers: " << blink::runtime::processDeviceNote() << "\n";
 }
 
 }  // namespace

@@ -114,7 +114,10 @@ for name in half:float16 float:float32 double:float64 int8:int8 uint64:uint64; d
   grep -q "^blink,allreduce,1024,${name#*:},max,0," "$work/name.csv" ||
     fail "-d ${name%%:*} did not run ${name#*:}"
 done
-"$perf" -m device >/dev/null 2>"$work/device.err" && fail "-m device succeeded without CUDA"
-grep -q 'not available in this build' "$work/device.err" || fail "-m device: no reason given"
+"$perf" -m elsewhere >/dev/null 2>"$work/memory.err" && fail "-m elsewhere accepted"
+# Without a GPU and without BLINK_DEVICE=EMULATED there is no device: refused with a reason.
+BLINK_DEVICE=OFF "$perf" -m device >/dev/null 2>"$work/device.err" &&
+  fail "-m device succeeded without a device"
+grep -q -- '--memory device, but' "$work/device.err" || fail "-m device: no reason given"
 "$perf" --version | grep -q '^blink_perf: Blink [0-9]' || fail "--version: no build line"
 echo "blink_perf: OK"

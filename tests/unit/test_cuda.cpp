@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -81,6 +82,91 @@ TEST(CudaKernels, ReduceAndScaleMatchTheHost) {
             blinkInvalidArgument);
   cudaFree(da);
   cudaFree(db);
+}
+
+// Every type and op on random bytes (so NaNs, infinities, subnormals and every
+// integer edge appear), unaligned and aligned, against the host kernels; and avg's
+// division against divideBy. Floating sums and products of two NaNs may keep either
+// NaN (the hardware's choice), as on the host's own SIMD variants.
+bool bitEqualOrBothNaN(const std::byte* x, const std::byte* y, blinkDataType_t t, bool nan_free) {
+  const std::size_t es = blink::runtime::elementSize(t);
+  if (std::memcmp(x, y, es) == 0) return true;
+  if (!nan_free) return false;
+  auto isNaN = [t](const std::byte* p) {
+    std::uint16_t h = 0;
+    std::uint32_t f = 0;
+    std::uint64_t d = 0;
+    switch (t) {
+      case blinkFloat16:
+        std::memcpy(&h, p, 2);
+        return (h & 0x7FFFu) > 0x7C00u;
+      case blinkBfloat16:
+        std::memcpy(&h, p, 2);
+        return (h & 0x7FFFu) > 0x7F80u;
+      case blinkFloat32:
+        std::memcpy(&f, p, 4);
+        return (f & 0x7FFFFFFFu) > 0x7F800000u;
+      case blinkFloat64:
+        std::memcpy(&d, p, 8);
+        return (d & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull;
+      default:
+        return false;
+    }
+  };
+  return isNaN(x) && isNaN(y);
+}
+
+TEST(CudaKernels, EveryTypeAndOpIsTheHostKernelBitForBit) {
+  if (blink::topo::probeCuda().devices.empty()) GTEST_SKIP() << "no GPU on this machine";
+  const blinkDataType_t types[] = {blinkInt8,    blinkUint8,    blinkInt16,   blinkUint16,
+                                   blinkInt32,   blinkUint32,   blinkInt64,   blinkUint64,
+                                   blinkFloat16, blinkBfloat16, blinkFloat32, blinkFloat64};
+  const std::size_t count = 100'003;
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::byte>(state >> 56);
+  };
+  for (blinkDataType_t t : types) {
+    const std::size_t es = blink::runtime::elementSize(t);
+    const std::size_t bytes = count * es;
+    std::vector<std::byte> a(bytes), b(bytes), out(bytes);
+    for (auto& x : a) x = next();
+    for (auto& x : b) x = next();
+    void* raw = nullptr;
+    ASSERT_EQ(cudaMalloc(&raw, 3 * bytes + 64), cudaSuccess);
+    for (std::size_t shift : {std::size_t{0}, es}) {  // 16-byte aligned, then not
+      auto* da = static_cast<std::byte*>(raw) + shift;
+      auto* db = da + bytes;
+      auto* dout = db + bytes;
+      for (auto op : {blinkSum, blinkProd, blinkMin, blinkMax}) {
+        cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice);
+        cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice);
+        ASSERT_EQ(blink::cuda::launchReduce(t, op, dout, da, db, count, nullptr), blinkSuccess);
+        ASSERT_EQ(cudaMemcpy(out.data(), dout, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        std::vector<std::byte> want = a;
+        blink::runtime::reduceInto(want.data(), b.data(), count, t, op);
+        const bool arithmetic = op == blinkSum || op == blinkProd;
+        for (std::size_t i = 0; i < count; ++i) {
+          ASSERT_TRUE(bitEqualOrBothNaN(out.data() + i * es, want.data() + i * es, t, arithmetic))
+              << blink::runtime::toString(t) << " " << blink::runtime::toString(op) << " at " << i
+              << " shift " << shift;
+        }
+      }
+      if (blink::runtime::isFloating(t)) {
+        cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice);
+        ASSERT_EQ(blink::cuda::launchDivide(t, da, 7, count, nullptr), blinkSuccess);
+        ASSERT_EQ(cudaMemcpy(out.data(), da, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        std::vector<std::byte> want = a;
+        blink::runtime::divideBy(want.data(), count, t, 7);
+        for (std::size_t i = 0; i < count; ++i) {
+          ASSERT_TRUE(bitEqualOrBothNaN(out.data() + i * es, want.data() + i * es, t, true))
+              << blink::runtime::toString(t) << " divided, at " << i;
+        }
+      }
+    }
+    cudaFree(raw);
+  }
 }
 #endif
 

@@ -1,5 +1,3 @@
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -11,62 +9,133 @@
 namespace blink::cuda {
 namespace {
 
-// Half types are combined in float: the same rounding as the CPU kernels, one
-// rounding per element per step.
-template <typename T>
-struct Accum {
-  using type = T;
-};
-template <>
-struct Accum<__half> {
-  using type = float;
-};
-template <>
-struct Accum<__nv_bfloat16> {
-  using type = float;
-};
+// ---- Element types: how each is stored, widened and narrowed ------------------------
+// Bit for bit the host kernels (runtime/reduce_cpu.cpp): integers combine in an
+// unsigned type at least as wide as unsigned int (sums and products wrap, no signed
+// overflow); fp16 and bf16 are widened to float, combined, and rounded once, with the
+// host's own integer conversions (NaNs keep sign and top payload and come out quiet,
+// which the CUDA intrinsics do not promise).
 
 template <typename T>
-__device__ typename Accum<T>::type widen(T v) {
-  return static_cast<typename Accum<T>::type>(v);
-}
-template <>
-__device__ float widen<__half>(__half v) {
-  return __half2float(v);
-}
-template <>
-__device__ float widen<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
+struct Plain {
+  using Storage = T;
+  using Compute = T;
+  __device__ static T widen(T v) { return v; }
+  __device__ static T narrow(T v) { return v; }
+};
+
+__device__ inline float halfBitsToFloat(std::uint16_t h) {
+  const std::uint32_t hv = h;
+  const std::uint32_t sign = (hv & 0x8000u) << 16;
+  const std::uint32_t em = hv & 0x7FFFu;
+  std::uint32_t bits = (em << 13) + 0x38000000u;
+  if (em >= 0x7C00u) bits += 0x38000000u;  // Inf and NaN: exponent 255
+  if (em > 0x7C00u) bits |= 0x00400000u;   // NaN: quiet
+  if (em < 0x0400u) {                      // zero and subnormals: em * 2^-24, exact
+    bits = __float_as_uint(static_cast<float>(static_cast<std::int32_t>(em)) * 0x1p-24f);
+  }
+  return __uint_as_float(bits | sign);
 }
 
-template <typename T, typename A>
-__device__ T narrow(A v) {
-  return static_cast<T>(v);
+__device__ inline std::uint16_t floatToHalfBits(float f) {
+  const std::uint32_t x = __float_as_uint(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t a = x & 0x7FFFFFFFu;
+  std::uint32_t r = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
+  if (a < 0x38800000u) {
+    // Below 2^-14: adding 0.5 makes the (round-to-nearest-even) float addition round
+    // the value to a multiple of 2^-24. __fadd_rn: never contracted or flushed.
+    r = __float_as_uint(__fadd_rn(__uint_as_float(a), 0.5f)) - 0x3F000000u;
+  }
+  if (a >= 0x47800000u) r = 0x7C00u;                         // overflow: Inf
+  if (a > 0x7F800000u) r = 0x7E00u | ((a >> 13) & 0x03FFu);  // NaN: quiet, top payload
+  return static_cast<std::uint16_t>(r | sign);
 }
+
+__device__ inline float bfloatBitsToFloat(std::uint16_t b) {
+  return __uint_as_float(static_cast<std::uint32_t>(b) << 16);
+}
+
+__device__ inline std::uint16_t floatToBfloatBits(float f) {
+  const std::uint32_t x = __float_as_uint(f);
+  const std::uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (x >> 16) | 0x0040u;
+  return static_cast<std::uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
+
+struct Half {
+  using Storage = std::uint16_t;
+  using Compute = float;
+  __device__ static float widen(std::uint16_t v) { return halfBitsToFloat(v); }
+  __device__ static std::uint16_t narrow(float v) { return floatToHalfBits(v); }
+};
+
+struct Bfloat {
+  using Storage = std::uint16_t;
+  using Compute = float;
+  __device__ static float widen(std::uint16_t v) { return bfloatBitsToFloat(v); }
+  __device__ static std::uint16_t narrow(float v) { return floatToBfloatBits(v); }
+};
+
+// ---- The ops (Open MPI's: out = op(out, in), x the accumulated operand) -------------
+
+template <typename T>
+struct WideOf {
+  using type = T;  // floating types
+};
 template <>
-__device__ __half narrow<__half, float>(float v) {
-  return __float2half_rn(v);
-}
+struct WideOf<std::int8_t> {
+  using type = unsigned;
+};
 template <>
-__device__ __nv_bfloat16 narrow<__nv_bfloat16, float>(float v) {
-  return __float2bfloat16_rn(v);
-}
+struct WideOf<std::uint8_t> {
+  using type = unsigned;
+};
+template <>
+struct WideOf<std::int16_t> {
+  using type = unsigned;
+};
+template <>
+struct WideOf<std::uint16_t> {
+  using type = unsigned;
+};
+template <>
+struct WideOf<std::int32_t> {
+  using type = std::uint32_t;
+};
+template <>
+struct WideOf<std::uint32_t> {
+  using type = std::uint32_t;
+};
+template <>
+struct WideOf<std::int64_t> {
+  using type = std::uint64_t;
+};
+template <>
+struct WideOf<std::uint64_t> {
+  using type = std::uint64_t;
+};
 
 struct OpSum {
   template <typename A>
   __device__ A operator()(A x, A y) const {
-    return x + y;
+    using W = typename WideOf<A>::type;
+    return static_cast<A>(static_cast<W>(x) + static_cast<W>(y));
   }
+  __device__ float operator()(float x, float y) const { return __fadd_rn(x, y); }
+  __device__ double operator()(double x, double y) const { return __dadd_rn(x, y); }
 };
 struct OpProd {
   template <typename A>
   __device__ A operator()(A x, A y) const {
-    return x * y;
+    using W = typename WideOf<A>::type;
+    return static_cast<A>(static_cast<W>(x) * static_cast<W>(y));
   }
+  // _rn: never fused into an FMA with a neighbouring add.
+  __device__ float operator()(float x, float y) const { return __fmul_rn(x, y); }
+  __device__ double operator()(double x, double y) const { return __dmul_rn(x, y); }
 };
-// The same comparisons as the host kernels (reduce_cpu.cpp, after Open MPI's
-// ompi_op_base_2buff_min/max with x the accumulated operand): a NaN in either operand
-// or a tie of +0 and -0 gives y, so a GPU rank and a host rank agree bit for bit.
+// A NaN in either operand or a tie of +0 and -0 gives y, as on the host.
 struct OpMin {
   template <typename A>
   __device__ A operator()(A x, A y) const {
@@ -80,67 +149,127 @@ struct OpMax {
   }
 };
 
-template <typename T, typename Op>
-__global__ void reduceKernel(T* dst, const T* a, const T* b, std::size_t count) {
-  Op op;
-  std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    dst[i] = narrow<T>(op(widen(a[i]), widen(b[i])));
-  }
-}
-
-template <typename T>
-__global__ void scaleKernel(T* data, float factor, std::size_t count) {
-  std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    data[i] = narrow<T>(widen(data[i]) * factor);
-  }
-}
-
-__global__ void scaleKernelF64(double* data, double factor, std::size_t count) {
-  std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    data[i] *= factor;
-  }
-}
-
 constexpr int kThreads = 256;
 
+// 16-byte loads and stores where all three pointers allow them (the usual case:
+// cudaMalloc aligns to 256 bytes and chunks are multiples of 64 bytes), element by
+// element otherwise and for the tail.
+template <typename Traits, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    reduceKernel(typename Traits::Storage* dst, const typename Traits::Storage* a,
+                 const typename Traits::Storage* b, std::size_t count) {
+  using S = typename Traits::Storage;
+  constexpr std::size_t kPer = 16 / sizeof(S);
+  Op op;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::size_t done = 0;
+  const auto address = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(a) |
+                       reinterpret_cast<std::uintptr_t>(b);
+  if ((address & 15u) == 0) {
+    union Vector {
+      uint4 raw;
+      S e[kPer];
+    };
+    auto combine = [&op](const Vector& x, const Vector& y) {
+      Vector out;
+#pragma unroll
+      for (std::size_t k = 0; k < kPer; ++k) {
+        out.e[k] = Traits::narrow(op(Traits::widen(x.e[k]), Traits::widen(y.e[k])));
+      }
+      return out;
+    };
+    const auto* a4 = reinterpret_cast<const uint4*>(a);
+    const auto* b4 = reinterpret_cast<const uint4*>(b);
+    auto* d4 = reinterpret_cast<uint4*>(dst);
+    const std::size_t vectors = count / kPer;
+    // kUnroll loads of each operand in flight per thread before any store: memory
+    // latency is hidden by parallelism within a thread, not only across warps.
+    constexpr std::size_t kUnroll = 4;
+    std::size_t v = first;
+    for (; v + (kUnroll - 1) * stride < vectors; v += kUnroll * stride) {
+      Vector x[kUnroll], y[kUnroll];
+#pragma unroll
+      for (std::size_t u = 0; u < kUnroll; ++u) {
+        x[u].raw = a4[v + u * stride];
+        y[u].raw = b4[v + u * stride];
+      }
+#pragma unroll
+      for (std::size_t u = 0; u < kUnroll; ++u) d4[v + u * stride] = combine(x[u], y[u]).raw;
+    }
+    for (; v < vectors; v += stride) {
+      Vector x, y;
+      x.raw = a4[v];
+      y.raw = b4[v];
+      d4[v] = combine(x, y).raw;
+    }
+    done = vectors * kPer;
+  }
+  for (std::size_t i = done + first; i < count; i += stride) {
+    dst[i] = Traits::narrow(op(Traits::widen(a[i]), Traits::widen(b[i])));
+  }
+}
+
+// data[i] / divisor as divideBy: IEEE division (_rn), 16-bit types in float.
+template <typename Traits, typename D>
+__global__ void __launch_bounds__(kThreads)
+    divideKernel(typename Traits::Storage* data, D divisor, std::size_t count) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    if constexpr (sizeof(D) == 8) {
+      data[i] = Traits::narrow(__ddiv_rn(Traits::widen(data[i]), divisor));
+    } else {
+      data[i] = Traits::narrow(__fdiv_rn(Traits::widen(data[i]), divisor));
+    }
+  }
+}
+
+template <typename Traits>
+__global__ void __launch_bounds__(kThreads)
+    scaleKernel(typename Traits::Storage* data, typename Traits::Compute factor,
+                std::size_t count) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    data[i] = Traits::narrow(OpProd()(Traits::widen(data[i]), factor));
+  }
+}
+
 unsigned blocksFor(std::size_t count) {
-  // Grid-stride loops: a bounded grid keeps launch cost flat for huge counts.
-  std::size_t blocks = (count + kThreads - 1) / kThreads;
+  // Grid-stride loops: a bounded grid keeps launch cost flat for huge counts (4096
+  // blocks of 256 threads fill an H100/H200 many times over).
+  const std::size_t blocks = (count + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 4096 ? (blocks == 0 ? 1 : blocks) : 4096);
 }
 
 blinkResult_t checkLaunch() {
-  cudaError_t rc = cudaGetLastError();
+  const cudaError_t rc = cudaGetLastError();
   if (rc == cudaSuccess) return blinkSuccess;
   return setLastError(blinkSystemError,
                       std::string("CUDA kernel launch: ") + cudaGetErrorString(rc));
 }
 
-template <typename T>
+template <typename Traits>
 blinkResult_t reduceTyped(blinkRedOp_t op, void* dst, const void* a, const void* b,
                           std::size_t count, cudaStream_t stream) {
-  auto* d = static_cast<T*>(dst);
-  auto* x = static_cast<const T*>(a);
-  auto* y = static_cast<const T*>(b);
-  unsigned grid = blocksFor(count);
+  using S = typename Traits::Storage;
+  auto* d = static_cast<S*>(dst);
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  const unsigned grid = blocksFor(count);
   switch (op) {
     case blinkSum:
-      reduceKernel<T, OpSum><<<grid, kThreads, 0, stream>>>(d, x, y, count);
+      reduceKernel<Traits, OpSum><<<grid, kThreads, 0, stream>>>(d, x, y, count);
       break;
     case blinkProd:
-      reduceKernel<T, OpProd><<<grid, kThreads, 0, stream>>>(d, x, y, count);
+      reduceKernel<Traits, OpProd><<<grid, kThreads, 0, stream>>>(d, x, y, count);
       break;
     case blinkMin:
-      reduceKernel<T, OpMin><<<grid, kThreads, 0, stream>>>(d, x, y, count);
+      reduceKernel<Traits, OpMin><<<grid, kThreads, 0, stream>>>(d, x, y, count);
       break;
     case blinkMax:
-      reduceKernel<T, OpMax><<<grid, kThreads, 0, stream>>>(d, x, y, count);
+      reduceKernel<Traits, OpMax><<<grid, kThreads, 0, stream>>>(d, x, y, count);
       break;
     default:
       return setLastError(blinkInvalidArgument, "launchReduce: op is not element-wise");
@@ -156,53 +285,83 @@ blinkResult_t launchReduce(blinkDataType_t type, blinkRedOp_t op, void* dst, con
   auto s = static_cast<cudaStream_t>(stream);
   switch (type) {
     case blinkInt8:
-      return reduceTyped<std::int8_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::int8_t>>(op, dst, a, b, count, s);
     case blinkUint8:
-      return reduceTyped<std::uint8_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::uint8_t>>(op, dst, a, b, count, s);
     case blinkInt16:
-      return reduceTyped<std::int16_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::int16_t>>(op, dst, a, b, count, s);
     case blinkUint16:
-      return reduceTyped<std::uint16_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::uint16_t>>(op, dst, a, b, count, s);
     case blinkInt32:
-      return reduceTyped<std::int32_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::int32_t>>(op, dst, a, b, count, s);
     case blinkUint32:
-      return reduceTyped<std::uint32_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::uint32_t>>(op, dst, a, b, count, s);
     case blinkInt64:
-      return reduceTyped<std::int64_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::int64_t>>(op, dst, a, b, count, s);
     case blinkUint64:
-      return reduceTyped<std::uint64_t>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<std::uint64_t>>(op, dst, a, b, count, s);
     case blinkFloat16:
-      return reduceTyped<__half>(op, dst, a, b, count, s);
+      return reduceTyped<Half>(op, dst, a, b, count, s);
     case blinkBfloat16:
-      return reduceTyped<__nv_bfloat16>(op, dst, a, b, count, s);
+      return reduceTyped<Bfloat>(op, dst, a, b, count, s);
     case blinkFloat32:
-      return reduceTyped<float>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<float>>(op, dst, a, b, count, s);
     case blinkFloat64:
-      return reduceTyped<double>(op, dst, a, b, count, s);
+      return reduceTyped<Plain<double>>(op, dst, a, b, count, s);
     default:
       return setLastError(blinkInvalidArgument, "launchReduce: unknown datatype");
   }
+}
+
+blinkResult_t launchDivide(blinkDataType_t type, void* data, int divisor, std::size_t count,
+                           void* stream) {
+  if (count == 0) return blinkSuccess;
+  if (divisor == 0) return setLastError(blinkInvalidArgument, "launchDivide: divisor is 0");
+  auto s = static_cast<cudaStream_t>(stream);
+  const unsigned grid = blocksFor(count);
+  const auto f = static_cast<float>(divisor);
+  switch (type) {
+    case blinkFloat16:
+      divideKernel<Half, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
+      break;
+    case blinkBfloat16:
+      divideKernel<Bfloat, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
+      break;
+    case blinkFloat32:
+      divideKernel<Plain<float>, float>
+          <<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
+      break;
+    case blinkFloat64:
+      divideKernel<Plain<double>, double><<<grid, kThreads, 0, s>>>(
+          static_cast<double*>(data), static_cast<double>(divisor), count);
+      break;
+    default:
+      return setLastError(blinkInvalidArgument, "launchDivide: only floating-point types divide");
+  }
+  return checkLaunch();
 }
 
 blinkResult_t launchScale(blinkDataType_t type, void* data, double factor, std::size_t count,
                           void* stream) {
   if (count == 0) return blinkSuccess;
   auto s = static_cast<cudaStream_t>(stream);
-  unsigned grid = blocksFor(count);
-  auto f = static_cast<float>(factor);
+  const unsigned grid = blocksFor(count);
+  const auto f = static_cast<float>(factor);
   switch (type) {
     case blinkFloat16:
-      scaleKernel<__half><<<grid, kThreads, 0, s>>>(static_cast<__half*>(data), f, count);
+      scaleKernel<Half><<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
       break;
     case blinkBfloat16:
-      scaleKernel<__nv_bfloat16>
-          <<<grid, kThreads, 0, s>>>(static_cast<__nv_bfloat16*>(data), f, count);
+      scaleKernel<Bfloat><<<grid, kThreads, 0, s>>>(static_cast<std::uint16_t*>(data), f, count);
       break;
     case blinkFloat32:
-      scaleKernel<float><<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
+      scaleKernel<Plain<float>><<<grid, kThreads, 0, s>>>(static_cast<float*>(data), f, count);
       break;
     case blinkFloat64:
-      scaleKernelF64<<<grid, kThreads, 0, s>>>(static_cast<double*>(data), factor, count);
+      scaleKernel<Plain<double>>
+          <<<grid, kThreads, 0, s>>>(static_cast<double*>(data), factor, count);
       break;
     default:
       return setLastError(blinkInvalidArgument, "launchScale: only floating-point types scale");

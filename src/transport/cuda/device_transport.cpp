@@ -1,0 +1,377 @@
+#include "transport/cuda/device_transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "common/mpi_wait.hpp"
+#include "transport/shm/node_segment.hpp"
+
+namespace blink::transport {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x424c494e4b435544ULL;  // "BLINKCUD"
+constexpr std::size_t kNameBytes = ShmSegment::kMaxNameBytes;
+
+struct ControlHeader {
+  std::uint64_t magic;
+  std::uint32_t fifo_count;
+  std::uint32_t slots;
+  std::uint64_t slot_bytes;
+  device::IpcHandle slots_handle;  // the receiver's device allocation
+};
+
+struct ControlEntry {
+  std::int32_t sender;  // comm rank
+  std::int32_t channel;
+};
+
+// The producer's and the consumer's counters on cache lines of their own.
+struct alignas(64) FifoCounters {
+  std::uint64_t written;
+  char pad0[56];
+  std::uint64_t consumed;
+  char pad1[56];
+};
+
+std::size_t controlBytes(std::size_t fifos) {
+  return sizeof(ControlHeader) + fifos * sizeof(ControlEntry) + 64 + fifos * sizeof(FifoCounters);
+}
+FifoCounters* countersOf(std::byte* control, std::size_t fifos) {
+  const auto at = reinterpret_cast<std::uintptr_t>(control + sizeof(ControlHeader) +
+                                                   fifos * sizeof(ControlEntry));
+  return reinterpret_cast<FifoCounters*>((at + 63) / 64 * 64);
+}
+
+// One FIFO as either end sees it: counters in host shared memory, slots in device
+// memory, one device stream and one event per slot at this end.
+class DeviceFifo {
+ public:
+  DeviceFifo(device::Device& device, FifoCounters* counters, std::byte* slots,
+             std::size_t slot_count, std::size_t slot_bytes)
+      : device_(device),
+        counters_(counters),
+        slots_(slots),
+        slot_count_(slot_count),
+        slot_bytes_(slot_bytes),
+        stream_(device.createStream()),
+        chunk_bytes_(slot_count, 0) {
+    for (std::size_t i = 0; i < slot_count; ++i) events_.push_back(device.createEvent());
+  }
+
+  std::atomic_ref<std::uint64_t> written() const { return std::atomic_ref(counters_->written); }
+  std::atomic_ref<std::uint64_t> consumed() const { return std::atomic_ref(counters_->consumed); }
+  std::byte* slot(std::uint64_t sequence) const {
+    return slots_ + (sequence % slot_count_) * slot_bytes_;
+  }
+  // By the stream that owns the FIFO, when it goes (a copy of it in flight is not one).
+  void destroy() noexcept {
+    try {
+      device_.synchronize(stream_);
+    } catch (const Error&) {
+      // A failed device: nothing left to wait for.
+    }
+    device_.destroyStream(stream_);
+    for (device::Device::Event e : events_) device_.destroyEvent(e);
+  }
+
+  device::Device& device_;
+  FifoCounters* counters_;
+  std::byte* slots_;
+  std::size_t slot_count_;
+  std::size_t slot_bytes_;
+  device::Device::Stream stream_;
+  std::vector<device::Device::Event> events_;  // per slot
+  std::vector<std::size_t> chunk_bytes_;       // per slot: the chunk in flight
+};
+
+class DeviceSendStream final : public SendStream {
+ public:
+  explicit DeviceSendStream(DeviceFifo fifo)
+      : fifo_(std::move(fifo)), published_(fifo_.written().load()), issued_(published_) {}
+  ~DeviceSendStream() override { fifo_.destroy(); }
+  DeviceSendStream(const DeviceSendStream&) = delete;
+  DeviceSendStream& operator=(const DeviceSendStream&) = delete;
+
+  bool push(const std::byte* data, std::size_t bytes, std::size_t& sent) override {
+    if (sent >= bytes) return true;
+    device::Device& device = fifo_.device_;
+    // Chunks whose copies have landed become visible to the receiver, in order.
+    const std::uint64_t before = published_;
+    while (published_ < issued_ && device.done(fifo_.events_[published_ % fifo_.slot_count_])) {
+      sent += fifo_.chunk_bytes_[published_ % fifo_.slot_count_];
+      ++published_;
+    }
+    if (published_ != before) fifo_.written().store(published_, std::memory_order_release);
+    // New copies into the slots the receiver has freed.
+    const std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
+    while (queued_ < bytes && issued_ - consumed < fifo_.slot_count_) {
+      const std::size_t n = std::min(fifo_.slot_bytes_, bytes - queued_);
+      const std::size_t slot = issued_ % fifo_.slot_count_;
+      device.copy(fifo_.slot(issued_), data + queued_, n, fifo_.stream_);
+      device.record(fifo_.events_[slot], fifo_.stream_);
+      fifo_.chunk_bytes_[slot] = n;
+      queued_ += n;
+      ++issued_;
+    }
+    if (sent < bytes) return false;
+    queued_ = 0;  // every chunk published: the source may change
+    return true;
+  }
+
+ private:
+  DeviceFifo fifo_;
+  std::uint64_t published_;  // chunks the receiver may read
+  std::uint64_t issued_;     // chunks whose copies are queued
+  std::size_t queued_ = 0;   // bytes of the current message queued
+};
+
+class DeviceRecvStreamImpl final : public DeviceRecvStream {
+ public:
+  DeviceRecvStreamImpl(DeviceFifo fifo, int sender)
+      : fifo_(std::move(fifo)),
+        sender_(sender),
+        released_(fifo_.consumed().load()),
+        issued_(released_) {}
+  ~DeviceRecvStreamImpl() override { fifo_.destroy(); }
+  DeviceRecvStreamImpl(const DeviceRecvStreamImpl&) = delete;
+  DeviceRecvStreamImpl& operator=(const DeviceRecvStreamImpl&) = delete;
+
+  bool pull(std::size_t, std::size_t&, const PieceSink&) override {
+    throw Error(blinkInternalError, "device stream from rank " + std::to_string(sender_) +
+                                        ": pieces cannot be handed to host code");
+  }
+  bool pullTo(std::size_t bytes, std::size_t& received, std::byte* dest) override {
+    return advance(bytes, received, [&](std::size_t at, const std::byte* piece, std::size_t n) {
+      fifo_.device_.copy(dest + at, piece, n, fifo_.stream_);
+    });
+  }
+  bool pullReduce(std::size_t bytes, std::size_t& received, std::byte* dest, const std::byte* first,
+                  Reduction reduction) override {
+    const std::size_t element = elementBytes(reduction.type);
+    return advance(bytes, received, [&](std::size_t at, const std::byte* piece, std::size_t n) {
+      fifo_.device_.reduce(dest + at, first + at, piece, n / element, reduction, fifo_.stream_);
+    });
+  }
+
+ private:
+  static std::size_t elementBytes(blinkDataType_t type) {
+    switch (type) {
+      case blinkInt8:
+      case blinkUint8:
+        return 1;
+      case blinkInt16:
+      case blinkUint16:
+      case blinkFloat16:
+      case blinkBfloat16:
+        return 2;
+      case blinkInt32:
+      case blinkUint32:
+      case blinkFloat32:
+        return 4;
+      default:
+        return 8;
+    }
+  }
+
+  template <typename Queue>
+  bool advance(std::size_t bytes, std::size_t& received, Queue&& queue) {
+    if (received >= bytes) return true;
+    device::Device& device = fifo_.device_;
+    // Slots whose reductions have run go back to the sender, in order.
+    const std::uint64_t before = released_;
+    while (released_ < issued_ && device.done(fifo_.events_[released_ % fifo_.slot_count_])) {
+      received += fifo_.chunk_bytes_[released_ % fifo_.slot_count_];
+      ++released_;
+    }
+    if (released_ != before) fifo_.consumed().store(released_, std::memory_order_release);
+    // Work for every chunk that has arrived.
+    const std::uint64_t written = fifo_.written().load(std::memory_order_acquire);
+    while (queued_ < bytes && issued_ < written) {
+      const std::size_t n = std::min(fifo_.slot_bytes_, bytes - queued_);
+      const std::size_t slot = issued_ % fifo_.slot_count_;
+      queue(queued_, fifo_.slot(issued_), n);
+      device.record(fifo_.events_[slot], fifo_.stream_);
+      fifo_.chunk_bytes_[slot] = n;
+      queued_ += n;
+      ++issued_;
+    }
+    if (received < bytes) return false;
+    queued_ = 0;
+    return true;
+  }
+
+  DeviceFifo fifo_;
+  int sender_;
+  std::uint64_t released_;  // chunks handed back to the sender
+  std::uint64_t issued_;    // chunks whose work is queued
+  std::size_t queued_ = 0;  // bytes of the current message queued
+};
+
+}  // namespace
+
+DeviceTransport::DeviceTransport(device::Device& device, MPI_Comm node_comm,
+                                 std::vector<int> node_rank_of, int my_comm_rank,
+                                 DeviceTransportOptions options)
+    : device_(device),
+      node_comm_(node_comm),
+      node_rank_of_(std::move(node_rank_of)),
+      my_comm_rank_(my_comm_rank),
+      options_(options) {
+  if (options_.slot_bytes == 0 || options_.slot_bytes % 64 != 0 || options_.slots == 0) {
+    throw Error(blinkInternalError, "device transport: slots must be a positive multiple of 64");
+  }
+}
+
+DeviceTransport::~DeviceTransport() {
+  sends_.clear();
+  recvs_.clear();
+  for (PeerMapping& peer : peers_) {
+    if (peer.slots != nullptr) device_.closeMemory(peer.slots);
+  }
+  for (void* p : own_slots_) device_.release(p);
+}
+
+void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
+                                    const std::vector<StreamKey>& recvs) {
+  std::vector<StreamKey> new_recvs, new_sends;
+  for (const StreamKey& k : recvs) {
+    if (!recvs_.count(k) && std::find(new_recvs.begin(), new_recvs.end(), k) == new_recvs.end())
+      new_recvs.push_back(k);
+  }
+  for (const StreamKey& k : sends) {
+    if (!sends_.count(k) && std::find(new_sends.begin(), new_sends.end(), k) == new_sends.end())
+      new_sends.push_back(k);
+  }
+  int node_size = 0;
+  checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "device transport", "MPI_Comm_size");
+
+  // 1. Each receiver with new streams allocates their slots on its device and
+  //    publishes the IPC handle in a control segment of host shared memory.
+  char my_name[kNameBytes] = {};
+  std::string failure;
+  ShmSegment control;
+  if (!new_recvs.empty()) {
+    try {
+      const std::size_t fifos = new_recvs.size();
+      control = ShmSegment::create(controlBytes(fifos));
+      std::byte* bytes = control.data();
+      void* slots = device_.allocate(fifos * options_.slots * options_.slot_bytes);
+      own_slots_.push_back(slots);
+      auto* header = reinterpret_cast<ControlHeader*>(bytes);
+      header->fifo_count = static_cast<std::uint32_t>(fifos);
+      header->slots = static_cast<std::uint32_t>(options_.slots);
+      header->slot_bytes = options_.slot_bytes;
+      header->slots_handle = device_.exportMemory(slots);
+      auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
+      FifoCounters* counters = countersOf(bytes, fifos);
+      for (std::size_t i = 0; i < fifos; ++i) {
+        entries[i] = {new_recvs[i].peer, new_recvs[i].channel};
+        recvs_[new_recvs[i]] = std::make_unique<DeviceRecvStreamImpl>(
+            DeviceFifo(device_, &counters[i],
+                       static_cast<std::byte*>(slots) + i * options_.slots * options_.slot_bytes,
+                       options_.slots, options_.slot_bytes),
+            new_recvs[i].peer);
+      }
+      std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
+      std::memcpy(my_name, control.name().c_str(), control.name().size() + 1);
+    } catch (const Error& e) {
+      failure = e.what();
+      my_name[0] = '!';
+    }
+  }
+
+  // 2. Every rank learns every control segment's name; senders open the segments and
+  //    the device allocations of the peers they send to.
+  std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
+  allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm_,
+                  options_.timeout_seconds, "device transport: exchanging segment names");
+  bool peer_failed = false;
+  for (int r = 0; r < node_size; ++r)
+    peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
+  if (failure.empty() && !peer_failed) {
+    try {
+      std::vector<int> peers;
+      for (const StreamKey& k : new_sends) {
+        if (std::find(peers.begin(), peers.end(), k.peer) == peers.end()) peers.push_back(k.peer);
+      }
+      for (int peer : peers) {
+        const int node_rank = node_rank_of_.at(static_cast<std::size_t>(peer));
+        const char* name = &names[static_cast<std::size_t>(node_rank) * kNameBytes];
+        if (node_rank < 0 || name[0] == '\0') {
+          throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
+                                              " made no new streams (plans differ?)");
+        }
+        PeerMapping& mapping = peers_.emplace_back();
+        mapping.control = ShmSegment::open(name);
+        std::byte* base = mapping.control.data();
+        auto* header = reinterpret_cast<ControlHeader*>(base);
+        if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
+          throw Error(blinkInternalError, "device transport: a peer's segment is not initialised");
+        }
+        mapping.slots = device_.openMemory(header->slots_handle);
+        auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
+        FifoCounters* counters = countersOf(base, header->fifo_count);
+        for (const StreamKey& s : new_sends) {
+          if (s.peer != peer || sends_.count(s)) continue;
+          for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
+            if (entries[i].sender != my_comm_rank_ || entries[i].channel != s.channel) continue;
+            sends_[s] = std::make_unique<DeviceSendStream>(DeviceFifo(
+                device_, &counters[i],
+                static_cast<std::byte*>(mapping.slots) + i * header->slots * header->slot_bytes,
+                header->slots, header->slot_bytes));
+          }
+          if (!sends_.count(s)) {
+            throw Error(blinkInternalError, "device transport: rank " + std::to_string(s.peer) +
+                                                " has no stream from this rank on channel " +
+                                                std::to_string(s.channel) + " (plans differ?)");
+          }
+        }
+      }
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+
+  // 3. Once every sender has opened what it needs, the names can go.
+  int ok = failure.empty() ? 1 : 0, all_ok = 0;
+  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
+                  "device transport: confirming the mappings");
+  control.unlink();
+  if (control.data() != nullptr) own_controls_.push_back(std::move(control));
+  if (!failure.empty()) throw Error(blinkSystemError, failure);
+  if (peer_failed || all_ok == 0) {
+    throw Error(blinkSystemError,
+                "device transport: another rank of this node could not set up its streams "
+                "(see its error)");
+  }
+  if (!new_recvs.empty()) {
+    BLINK_LOG(Trace, "device transport: " << new_recvs.size() << " new receive FIFOs of "
+                                          << options_.slots << " x " << options_.slot_bytes
+                                          << " bytes on " << device_.describe());
+  }
+}
+
+SendStream& DeviceTransport::sendStream(StreamKey key) {
+  auto it = sends_.find(key);
+  if (it == sends_.end()) {
+    throw Error(blinkInternalError, "device transport: no send stream to rank " +
+                                        std::to_string(key.peer) + " channel " +
+                                        std::to_string(key.channel));
+  }
+  return *it->second;
+}
+
+RecvStream& DeviceTransport::recvStream(StreamKey key) {
+  auto it = recvs_.find(key);
+  if (it == recvs_.end()) {
+    throw Error(blinkInternalError, "device transport: no receive stream from rank " +
+                                        std::to_string(key.peer) + " channel " +
+                                        std::to_string(key.channel));
+  }
+  return *it->second;
+}
+
+}  // namespace blink::transport

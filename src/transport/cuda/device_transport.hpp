@@ -1,0 +1,86 @@
+// Streams between ranks of one node whose buffers are device memory. Every receiver
+// owns, per generation of streams, one device allocation holding a FIFO of slots for
+// each (sender, channel) it receives from, and a host shared-memory segment with the
+// FIFOs' counters and the allocation's IPC handle; each sender opens that segment and
+// the allocation once (cached per peer and generation) and copies into the slots.
+//
+// One device stream per stream of the plan (per peer, channel and direction), so
+// the channels' copies run side by side on the copy engines. Chunk by chunk:
+//   sender    copy chunk -> slot on its stream, record the slot's event; once the
+//             event has passed, publish the slot as written (host counter);
+//   receiver  for each written slot, queue the reduction (or copy) slot -> its
+//             buffer on its stream, record the slot's event; once passed, publish
+//             the slot as consumed, which lets the sender reuse it.
+// Up to `slots` chunks are in flight per stream in each direction; nothing waits
+// for the whole device, and the executor polls events without blocking.
+//
+// Not done here: pacing of channels by their rate shares (transport.hpp), and a
+// host-staged path for GPUs that cannot reach each other peer to peer (CUDA IPC
+// then fails at set-up and the collective fails with the CUDA message).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/combine.hpp"
+#include "transport/cuda/device.hpp"
+#include "transport/shm/shm_segment.hpp"
+#include "transport/transport.hpp"
+
+namespace blink::transport {
+
+// A receive stream that can also reduce on the device: dest[i] = op(first[i],
+// piece[i]) chunk by chunk (first may be dest). pull() with a host sink is not
+// available on device streams.
+class DeviceRecvStream : public RecvStream {
+ public:
+  virtual bool pullReduce(std::size_t bytes, std::size_t& received, std::byte* dest,
+                          const std::byte* first, Reduction reduction) = 0;
+};
+
+struct DeviceTransportOptions {
+  std::size_t slot_bytes = 1024 * 1024;  // a multiple of 64 (so of every element size)
+  std::size_t slots = 4;
+  double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
+};
+
+class DeviceTransport final : public Transport {
+ public:
+  // `node_comm`: the ranks of this node (not owned); `node_rank_of`: for every rank
+  // of the Blink communicator its rank in node_comm, or -1 when on another node.
+  DeviceTransport(device::Device& device, MPI_Comm node_comm, std::vector<int> node_rank_of,
+                  int my_comm_rank, DeviceTransportOptions options = {});
+  ~DeviceTransport() override;
+  DeviceTransport(const DeviceTransport&) = delete;
+  DeviceTransport& operator=(const DeviceTransport&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  void ensureStreams(const std::vector<StreamKey>& sends,
+                     const std::vector<StreamKey>& recvs) override;
+  SendStream& sendStream(StreamKey key) override;
+  RecvStream& recvStream(StreamKey key) override;
+
+ private:
+  struct PeerMapping {
+    ShmSegment control;
+    void* slots = nullptr;  // the peer's allocation, opened here
+  };
+
+  device::Device& device_;
+  MPI_Comm node_comm_;
+  std::vector<int> node_rank_of_;
+  int my_comm_rank_;
+  DeviceTransportOptions options_;
+  std::vector<ShmSegment> own_controls_;
+  std::vector<void*> own_slots_;  // device allocations, one per generation
+  std::vector<PeerMapping> peers_;
+  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
+  std::map<StreamKey, std::unique_ptr<DeviceRecvStream>> recvs_;
+};
+
+}  // namespace blink::transport
