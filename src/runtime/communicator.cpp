@@ -11,6 +11,7 @@
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/node_identity.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 
@@ -160,6 +161,7 @@ Communicator::Communicator(MPI_Comm comm) {
           "no GPU (" + (cuda.why_none.empty() ? std::string("none found") : cuda.why_none) + ")";
     }
     checkMpi(PMPI_Comm_split(comm_, layout_.node, layout_.rank, &node_comm_), "MPI_Comm_split");
+    verifyNodeIdentity(comm_, node_comm_, layout_, timeout_s_);
     std::vector<int> node_rank_of(static_cast<std::size_t>(layout_.size), -1);
     for (int r = 0; r < layout_.size; ++r) {
       if (layout_.node_of_rank[static_cast<std::size_t>(r)] == layout_.node) {
