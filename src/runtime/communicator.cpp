@@ -169,7 +169,17 @@ Communicator::Communicator(MPI_Comm comm) {
             layout_.local_rank_of_rank[static_cast<std::size_t>(r)];
       }
     }
-    const transport::TransportSetUp set_up{comm_, node_comm_, layout_.rank, std::move(node_rank_of),
+    std::vector<std::string> host_of;
+    for (int r = 0; r < layout_.size; ++r) {
+      host_of.push_back(layout_.node_names[static_cast<std::size_t>(
+          layout_.node_of_rank[static_cast<std::size_t>(r)])]);
+    }
+    const transport::TransportSetUp set_up{comm_,
+                                           node_comm_,
+                                           layout_.rank,
+                                           std::move(node_rank_of),
+                                           layout_.local_rank_of_rank,
+                                           std::move(host_of),
                                            timeout_s_};
     auto make = [&](const transport::TransportEntry* entry) -> Transport* {
       for (const auto& made : transport_objects_) {
@@ -179,12 +189,35 @@ Communicator::Communicator(MPI_Comm comm) {
       return transport_objects_.back().get();
     };
     within_node_ = make(transports_.within_node);
-    between_nodes_ = make(transports_.between_nodes);
+    if (layout_.num_nodes == 1) {
+      between_note_ = " (unused: one node)";
+    } else {
+      try {
+        between_nodes_ = make(transports_.between_nodes);
+      } catch (const CollectiveError& e) {
+        // Every rank is here together. A transport BLINK_TRANSPORT named must work;
+        // the default one may give way to the first that serves every reach.
+        if (!transports_.between_chosen_by_default) throw;
+        const transport::TransportSelection fallback = transport::selectTransports("pmpi");
+        between_note_ =
+            " (" + transports_.between_nodes->name + " could not be used: " + e.what() + ")";
+        if (layout_.rank == 0) {
+          BLINK_LOG(Warn, "streams between nodes take " << fallback.between_nodes->name << ": "
+                                                        << transports_.between_nodes->name
+                                                        << " could not be used: " << e.what());
+        }
+        transports_.between_nodes = fallback.between_nodes;
+        between_nodes_ = make(transports_.between_nodes);
+      }
+      const std::string details = between_nodes_->details();
+      if (!details.empty()) between_note_ += " (" + details + ")";
+    }
     if (layout_.rank == 0) {
       BLINK_LOG(Info, "communicator of " << layout_.size << " ranks on " << layout_.num_nodes
                                          << " node(s); topology " << job_.topology.name()
-                                         << " from " << job_.source << "; streams: "
-                                         << transports_.describe() << "; rank 0: " << gpu_note_);
+                                         << " from " << job_.source
+                                         << "; streams: " << transports_.describe() << between_note_
+                                         << "; rank 0: " << gpu_note_);
       BLINK_LOG(Info,
                 "algorithms: the planner's plans; the one-shot board "
                     << (node_.board_capacity > 0

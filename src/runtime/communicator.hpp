@@ -119,7 +119,8 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
-  PeerHealth health_;  // for timeouts: which rank on this machine is stopped or gone
+  std::string between_note_;  // why between_nodes_ is what it is, and its NICs, for explain
+  PeerHealth health_;         // for timeouts: which rank on this machine is stopped or gone
   ForcedAlgorithms forced_;
   std::string forced_text_;      // BLINK_ALGO as given, for explain
   NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails

@@ -29,7 +29,7 @@ std::string Communicator::explain() const {
         << job_.topology.device(job_.topology.gpus()[static_cast<std::size_t>(p)]).id;
   }
   out << "\nThis rank's device: " << gpu_note_;
-  out << "\nStreams of plans: " << transports_.describe() << "\n";
+  out << "\nStreams of plans: " << transports_.describe() << between_note_ << "\n";
   out << "Memory: " << memory_.describe() << "\n";
   out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "
          "hierarchical, ring, dbt) and the node algorithms below"

@@ -1,9 +1,13 @@
 #include "transport/registry.hpp"
 
+#include "common/build_config.h"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
+#if BLINK_HAVE_UCX
+#include "transport/ucx/ucx_transport.hpp"
+#endif
 
 namespace blink::transport {
 namespace {
@@ -30,23 +34,39 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
 
 const std::vector<TransportEntry>& transportRegistry() {
   static const std::vector<TransportEntry> entries = {
-      {"shm",
-       "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
-       "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
-       true, false,
-       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-         ShmOptions options;
-         options.timeout_seconds = s.timeout_seconds;
-         options.single_copy = singleCopyFromEnvironment();
-         return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
-       }},
-      {"pmpi",
-       "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
-       "channel",
-       true, true,
-       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-         return std::make_unique<PmpiTransport>(s.comm);
-       }},
+    {"shm",
+     "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
+     "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
+     true, false,
+     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+       ShmOptions options;
+       options.timeout_seconds = s.timeout_seconds;
+       options.single_copy = singleCopyFromEnvironment();
+       return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
+     }},
+#if BLINK_HAVE_UCX
+    {"ucx",
+     "UCX tagged messages between nodes, one UCP context per NIC of the node "
+     "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; PMPI where it cannot reach "
+     "the peers",
+     false, true,
+     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+       UcxSetUp u;
+       u.comm = s.comm;
+       u.rank = s.rank;
+       u.local_rank_of = s.local_rank_of;
+       u.host_of = s.host_of;
+       u.timeout_seconds = s.timeout_seconds;
+       return std::make_unique<UcxTransport>(u);
+     }},
+#endif
+    {"pmpi",
+     "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
+     "channel",
+     true, true,
+     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+       return std::make_unique<PmpiTransport>(s.comm);
+     }},
   };
   return entries;
 }
@@ -61,6 +81,7 @@ TransportSelection selectTransports(std::string_view spec) {
     const auto equals = item.find('=');
     if (equals == std::string_view::npos) {
       out.within_node = out.between_nodes = &byName(spec, item);
+      out.between_chosen_by_default = false;
       continue;
     }
     const std::string_view where = item.substr(0, equals);
@@ -69,6 +90,7 @@ TransportSelection selectTransports(std::string_view spec) {
       out.within_node = &entry;
     } else if (where == "between") {
       out.between_nodes = &entry;
+      out.between_chosen_by_default = false;
     } else {
       throw Error(blinkInvalidInput, "BLINK_TRANSPORT='" + std::string(spec) + "': '" +
                                          std::string(where) +
