@@ -8,34 +8,40 @@
 // complete on the receiver without it handing out remote keys. RMA (put/get) would
 // need an rkey exchange per buffer and, over TCP, a target that keeps progressing
 // its worker (a put can stall forever otherwise); active messages would need our
-// own reassembly and ordering. Each message's tag holds (channel, sender, sequence
-// number), so a message can only land in the step it belongs to.
+// own reassembly and ordering. A message's tag holds (communicator, channel,
+// sender, sequence number), so it can only land in the step it belongs to.
 //
-// NICs: each rank opens one context per NIC of its node (nic_list.hpp), restricted
-// to that device (UCX_NET_DEVICES), and exchanges every worker's address with every
-// rank over MPI when the transport is made. The stream (sender s, channel c) uses
-// NIC (local rank of s + c) mod N on both sides, N the smallest NIC count of any
+// One set of workers per process (the "fabric"), made at the first communicator
+// that spans nodes and kept until the process exits: communicators come and go
+// (the interposer makes one per MPI communicator), and UCP contexts, listening
+// sockets and connections are slow to make and unsafe to tear down while a peer
+// may still be reading what was sent (a destroyed communicator flushes instead).
+// Endpoints are kept per (NIC, peer worker), shared by communicators.
+//
+// NICs: each process opens one context per NIC of its node (nic_list.hpp),
+// restricted to that device (UCX_NET_DEVICES). Every rank's worker addresses are
+// traded over MPI when a communicator is made. The stream (sender s, channel c)
+// uses NIC (local rank of s + c) mod N on both sides, N the fewest NICs of any
 // node: a node's ranks and a plan's channels (trees) spread over all its NICs,
 // round robin (the ranks of a host have no NIC nearer than another here).
 //
 // Failures: endpoints use UCX's peer error handling; a peer whose connection
-// breaks (its process died) makes every stream to or from it throw at once,
-// naming the rank, its host and the device. Every rank opens its endpoint to each
-// peer it exchanges streams with and says hello on it when the streams are made,
-// so a receiver also learns of a sender's death. Everything else is bounded by the
-// executor's timeout. Progress is non-blocking: push/pull progress the worker of
-// their NIC and return.
+// breaks (its process died) makes every stream to or from it throw, naming the
+// rank, its host and the device. Both ends greet each other on a link's first
+// use, so that a receiver too hears of a sender's death. Everything else is
+// bounded by the executor's timeout. Progress is non-blocking: push/pull progress
+// the worker of their NIC and return.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "transport/transport.hpp"
-#include "transport/ucx/nic_list.hpp"
 
 namespace blink::transport {
 
@@ -47,38 +53,36 @@ struct UcxSetUp {
   double timeout_seconds = 300.0;
 };
 
+struct UcxLink;  // an endpoint to one peer worker on one NIC
+
 class UcxTransport final : public Transport {
  public:
-  // Collective over set_up.comm: every rank makes its contexts, then all trade
-  // worker addresses; throws CollectiveError on every rank when any failed.
+  // Collective over set_up.comm: makes (once per process) the workers, trades
+  // worker addresses and connects to the ranks of other nodes; throws
+  // CollectiveError on every rank when any failed.
   explicit UcxTransport(const UcxSetUp& set_up);
   ~UcxTransport() override;
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
 
   std::string name() const override { return "ucx"; }
+  // "NICs eth0 (1.25 GB/s from sysfs), eth1 (...)": the NICs in use.
+  std::string details() const override;
   void ensureStreams(const std::vector<StreamKey>& sends,
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
 
-  // "NICs eth0 (1.25 GB/s from sysfs), eth1 (...)": the NICs in use.
-  std::string details() const override;
   // The NIC index a stream from `sender` on `channel` uses.
   int nicFor(int sender, int channel) const;
 
-  struct Worker;
-  struct Link;
-
  private:
-  Link& linkTo(int peer, int nic);
+  UcxLink& linkTo(int peer, int nic);
 
   UcxSetUp set_up_;
-  std::vector<Nic> nics_;  // the first nic_count_ are used
+  std::uint32_t comm_id_ = 0;  // in every tag: the same on every rank of the communicator
   int nic_count_ = 1;
-  std::vector<std::unique_ptr<Worker>> workers_;                // one per NIC in use
-  std::vector<std::vector<std::vector<char>>> addresses_;       // [rank][nic]
-  std::map<std::pair<int, int>, std::unique_ptr<Link>> links_;  // (peer, nic)
+  std::vector<std::vector<std::string>> addresses_;  // [rank][nic]
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
 };
