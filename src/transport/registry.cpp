@@ -44,11 +44,18 @@ const std::vector<TransportEntry>& transportRegistry() {
        options.single_copy = singleCopyFromEnvironment();
        return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
      }},
+    {"pmpi",
+     "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
+     "channel",
+     true, true,
+     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+       return std::make_unique<PmpiTransport>(s.comm);
+     }},
 #if BLINK_HAVE_UCX
     {"ucx",
      "UCX tagged messages between nodes, one UCP context per NIC of the node "
-     "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; PMPI where it cannot reach "
-     "the peers",
+     "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; experimental, taken only "
+     "where BLINK_TRANSPORT names it",
      false, true,
      [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
        UcxSetUp u;
@@ -60,13 +67,6 @@ const std::vector<TransportEntry>& transportRegistry() {
        return std::make_unique<UcxTransport>(u);
      }},
 #endif
-    {"pmpi",
-     "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
-     "channel",
-     true, true,
-     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-       return std::make_unique<PmpiTransport>(s.comm);
-     }},
   };
   return entries;
 }

@@ -1,5 +1,13 @@
 // Streams between nodes over UCX (UCP), one context and worker per NIC of the node.
 //
+// EXPERIMENTAL, taken only where BLINK_TRANSPORT names it (between=ucx). Known
+// problem (UCX 1.13 over TCP, emulated hosts, 2 and 3 hosts): in test_collectives'
+// Reduce.EveryRootAndOp, an 80 KB Reduce sometimes stalls: the sender's request
+// for a 23 KB message stays pending and the receiver's matching receive (same
+// tag, posted, worker progressed) never completes, with no bytes queued in either
+// socket; UCX_RNDV_THRESH=inf, one worker per direction, thread mode SINGLE and
+// connecting in rank order did not change it; PMPI streams pass the same test.
+//
 // Why the tagged API: a stream is an ordered sequence of messages from one rank to
 // one peer, and the receiver always knows the size of the next one: that is exactly
 // tag matching. UCP's tagged sends pick the protocol by size (eager, buffered
