@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "common/mpi_wait.hpp"
 #include "transport/ucx/nic_list.hpp"
 
@@ -385,6 +386,14 @@ UcxTransport::UcxTransport(const UcxSetUp& set_up) : set_up_(set_up) {
   }
   agreeOk(set_up_.comm, unreachable.get(), "reaching the other nodes over UCX",
           set_up_.timeout_seconds);
+  if (set_up_.rank == 0) {
+    std::ostringstream map;
+    for (int r = 0; r < size; ++r) {
+      map << (r ? ", " : "") << "rank " << r << " channel c -> NIC ("
+          << set_up_.local_rank_of[static_cast<std::size_t>(r)] << " + c) mod " << nic_count_;
+    }
+    BLINK_LOG(Info, "ucx: " << details() << "; streams leave by sender and channel: " << map.str());
+  }
 }
 
 UcxTransport::~UcxTransport() {
