@@ -12,7 +12,7 @@
 # Prints blink_perf's table (ratio = Blink time / MPI time; below 1, Blink is faster).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build ranks=2,2 nics=1 rate= transport=pmpi
+build=$root/build ranks=2,2 nics=1 rate='' transport=pmpi
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in

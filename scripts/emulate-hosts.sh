@@ -54,7 +54,7 @@ case "$command" in
   *) die "unknown command '$command' (see --help)" ;;
 esac
 
-prefix= hosts= nics=1 rates= ranks= host=
+prefix='' hosts='' nics=1 rates='' ranks='' host=''
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --prefix) prefix=$2; shift 2 ;;
@@ -84,6 +84,7 @@ teardown() {
     [[ $ns == "$prefix"-sw || $ns == "$prefix"-h* ]] || continue
     local pids
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    # shellcheck disable=SC2086  # one pid per word
     [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
