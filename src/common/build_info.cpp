@@ -15,7 +15,8 @@ extern "C" blinkResult_t blinkGetVersion(int* version) {
 // What this build can run, not which CMake options were on: the runtime moves host
 // memory through shared memory within a node and PMPI point-to-point between nodes
 // (src/runtime/communicator.cpp); the CUDA kernels are built but no transport uses
-// them; UCX may be found at configure time but nothing links it; communicators plan on
+// them; where UCX was found, the ucx transport can carry streams between nodes when
+// BLINK_TRANSPORT names it (transport/ucx/); communicators plan on
 // the topology discovered with hwloc and NVML (runtime/job_topology.cpp) or BLINK_TOPO,
 // and choose among the algorithms of runtime/algorithm_choice.hpp. Update it in the
 // same commit that makes one of these untrue.
@@ -26,7 +27,9 @@ extern "C" const char* blinkGetBuildInfo(void) {
       (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES +
                              ") but no CUDA data path"
                        : std::string("CUDA: not built")) +
-      "; UCX: not used; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
+      (BLINK_HAVE_UCX ? "; UCX: the ucx transport between nodes, opt-in (BLINK_TRANSPORT)"
+                      : "; UCX: not built") +
+      "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
       "direct, trees, hierarchical, ring, dbt)";
   return info.c_str();
 }

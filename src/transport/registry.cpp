@@ -30,44 +30,50 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
                                      "' (this build has: " + known + ")");
 }
 
+// The transports this build has besides the built-in ones, after them.
+bool appendOptionalTransports(std::vector<TransportEntry>& entries) {
+#if BLINK_HAVE_UCX
+  entries.push_back(
+      {"ucx",
+       "UCX tagged messages between nodes, one UCP context per NIC of the node "
+       "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; experimental, taken only "
+       "where BLINK_TRANSPORT names it",
+       false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         UcxSetUp u;
+         u.comm = s.comm;
+         u.rank = s.rank;
+         u.local_rank_of = s.local_rank_of;
+         u.host_of = s.host_of;
+         u.timeout_seconds = s.timeout_seconds;
+         return std::make_unique<UcxTransport>(u);
+       }});
+#endif
+  return true;
+}
+
 }  // namespace
 
 const std::vector<TransportEntry>& transportRegistry() {
-  static const std::vector<TransportEntry> entries = {
-    {"shm",
-     "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
-     "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
-     true, false,
-     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-       ShmOptions options;
-       options.timeout_seconds = s.timeout_seconds;
-       options.single_copy = singleCopyFromEnvironment();
-       return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
-     }},
-    {"pmpi",
-     "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
-     "channel",
-     true, true,
-     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-       return std::make_unique<PmpiTransport>(s.comm);
-     }},
-#if BLINK_HAVE_UCX
-    {"ucx",
-     "UCX tagged messages between nodes, one UCP context per NIC of the node "
-     "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; experimental, taken only "
-     "where BLINK_TRANSPORT names it",
-     false, true,
-     [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-       UcxSetUp u;
-       u.comm = s.comm;
-       u.rank = s.rank;
-       u.local_rank_of = s.local_rank_of;
-       u.host_of = s.host_of;
-       u.timeout_seconds = s.timeout_seconds;
-       return std::make_unique<UcxTransport>(u);
-     }},
-#endif
+  static std::vector<TransportEntry> entries = {
+      {"shm",
+       "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
+       "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
+       true, false,
+       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         ShmOptions options;
+         options.timeout_seconds = s.timeout_seconds;
+         options.single_copy = singleCopyFromEnvironment();
+         return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
+       }},
+      {"pmpi",
+       "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
+       "channel",
+       true, true,
+       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         return std::make_unique<PmpiTransport>(s.comm);
+       }},
   };
+  [[maybe_unused]] static const bool appended = appendOptionalTransports(entries);
   return entries;
 }
 
