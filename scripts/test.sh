@@ -3,7 +3,9 @@
 # configures, builds and runs ctest. Exits non-zero on any failure.
 #
 # Usage: scripts/test.sh [-L LABEL] [-R REGEX] [--help]
-#   -L LABEL   only tests with this label: unit, mpi, e2e, fault, lint or fuzz
+#   -L LABEL   only tests with this label: unit, mpi, e2e, fault, multihost, lint or fuzz
+#              (multihost: hosts emulated with network namespaces, scripts/emulate-hosts.sh;
+#              run as root where `ip netns` works, reported as skipped elsewhere)
 #   -R REGEX   only tests whose name matches
 # Environment: BLINK_BUILD_DIR (default build/), BLINK_BUILD_JOBS (default nproc),
 #              BLINK_SANITIZE=address|undefined|thread (a separate build-<sanitizer>/ tree),
@@ -15,7 +17,7 @@ source "$(dirname "$0")/common.sh"
 ctest_args=()
 while [ "$#" -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -L|-R) [ "$#" -ge 2 ] || { echo "test.sh: $1 needs a value" >&2; exit 2; }
            ctest_args+=("$1" "$2"); shift 2 ;;
     *) echo "test.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -41,6 +43,9 @@ if [ "${BLINK_SANITIZE:-}" = "thread" ]; then
 fi
 if [ "${BLINK_SANITIZE:-}" = "undefined" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+if ! why=$("$blink_root/scripts/emulate-hosts.sh" check); then
+  echo "test.sh: the multihost tests will be skipped: $why"
 fi
 cd "$blink_build_dir"
 ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${ctest_args[@]+"${ctest_args[@]}"}"

@@ -104,7 +104,8 @@ const std::vector<Variable>& registry() {
        "The transport a plan's streams use between ranks of one node (`within`) and of "
        "different nodes (`between`); unset, the first registered one that can serve them "
        "(`blink-info --version` lists them): `shm` within a node, `pmpi` between nodes. "
-       "`pmpi` serves both."},
+       "`pmpi` serves both; `ucx` (where this build has UCX; experimental) serves `between` "
+       "when named, e.g. `between=ucx`."},
       {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
        "The capacity of the one-shot shared-memory board: collectives of at most this many "
        "bytes on a communicator within one node may take it (every rank posts its input on a "
@@ -138,7 +139,15 @@ const std::vector<Variable>& registry() {
        "default, 0 for the last four). MPI_Barrier has no bytes and no threshold."},
       {"BLINK_NODE_ID", Kind::Text, "any name", "hostname",
        "The node this rank runs on; ranks with equal names share a node. Set it per rank to "
-       "emulate several nodes on one machine."},
+       "emulate several nodes on one machine. Ranks grouped as one node must share "
+       "/dev/shm: communicator creation checks it (a token in a segment) and fails otherwise."},
+      {"BLINK_UCX_NICS", Kind::Text, "DEVICE,... or all", "",
+       "The NICs the `ucx` transport (BLINK_TRANSPORT) uses between nodes, one UCP context each, "
+       "in "
+       "UCX_NET_DEVICES names (`eth0`, `mlx5_0:1`); `all`: one context over the devices UCX "
+       "picks itself. Unset: the active InfiniBand/RoCE ports, else the IPv4 interfaces that "
+       "are up (loopback excluded). A stream from local rank l on channel c leaves on NIC "
+       "(l + c) mod N, N the fewest NICs of any node."},
       {"BLINK_DEVICE", Kind::Choice, "AUTO|CUDA|EMULATED|OFF", "AUTO",
        "Which device runs collectives on GPU buffers: AUTO (CUDA where this process sees a usable "
        "GPU, else none: device buffers then go to the MPI library or fail), CUDA, EMULATED "

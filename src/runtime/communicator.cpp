@@ -11,6 +11,7 @@
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/node_identity.hpp"
 #include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
@@ -158,6 +159,7 @@ Communicator::Communicator(MPI_Comm comm) {
           "no GPU (" + (cuda.why_none.empty() ? std::string("none found") : cuda.why_none) + ")";
     }
     checkMpi(PMPI_Comm_split(comm_, layout_.node, layout_.rank, &node_comm_), "MPI_Comm_split");
+    verifyNodeIdentity(comm_, node_comm_, layout_, timeout_s_);
     std::vector<int> node_rank_of(static_cast<std::size_t>(layout_.size), -1);
     for (int r = 0; r < layout_.size; ++r) {
       if (layout_.node_of_rank[static_cast<std::size_t>(r)] == layout_.node) {
@@ -165,7 +167,17 @@ Communicator::Communicator(MPI_Comm comm) {
             layout_.local_rank_of_rank[static_cast<std::size_t>(r)];
       }
     }
-    const transport::TransportSetUp set_up{comm_, node_comm_, layout_.rank, std::move(node_rank_of),
+    std::vector<std::string> host_of;
+    for (int r = 0; r < layout_.size; ++r) {
+      host_of.push_back(layout_.node_names[static_cast<std::size_t>(
+          layout_.node_of_rank[static_cast<std::size_t>(r)])]);
+    }
+    const transport::TransportSetUp set_up{comm_,
+                                           node_comm_,
+                                           layout_.rank,
+                                           std::move(node_rank_of),
+                                           layout_.local_rank_of_rank,
+                                           std::move(host_of),
                                            timeout_s_};
     auto make = [&](const transport::TransportEntry* entry) -> Transport* {
       for (const auto& made : transport_objects_) {
@@ -175,7 +187,29 @@ Communicator::Communicator(MPI_Comm comm) {
       return transport_objects_.back().get();
     };
     within_node_ = make(transports_.within_node);
-    between_nodes_ = make(transports_.between_nodes);
+    if (layout_.num_nodes == 1) {
+      between_note_ = " (unused: one node)";
+    } else {
+      try {
+        between_nodes_ = make(transports_.between_nodes);
+      } catch (const CollectiveError& e) {
+        // Every rank is here together. A transport BLINK_TRANSPORT named must work;
+        // the default one may give way to the first that serves every reach.
+        if (!transports_.between_chosen_by_default) throw;
+        const transport::TransportSelection fallback = transport::selectTransports("pmpi");
+        between_note_ =
+            " (" + transports_.between_nodes->name + " could not be used: " + e.what() + ")";
+        if (layout_.rank == 0) {
+          BLINK_LOG(Warn, "streams between nodes take " << fallback.between_nodes->name << ": "
+                                                        << transports_.between_nodes->name
+                                                        << " could not be used: " << e.what());
+        }
+        transports_.between_nodes = fallback.between_nodes;
+        between_nodes_ = make(transports_.between_nodes);
+      }
+      const std::string details = between_nodes_->details();
+      if (!details.empty()) between_note_ += " (" + details + ")";
+    }
     if (!memory_.deviceEverywhere()) {
       device_off_ = device_ == nullptr ? processDeviceNote()
                                        : "a rank has no device, or the ranks' devices differ "
@@ -195,8 +229,9 @@ Communicator::Communicator(MPI_Comm comm) {
     if (layout_.rank == 0) {
       BLINK_LOG(Info, "communicator of " << layout_.size << " ranks on " << layout_.num_nodes
                                          << " node(s); topology " << job_.topology.name()
-                                         << " from " << job_.source << "; streams: "
-                                         << transports_.describe() << "; rank 0: " << gpu_note_);
+                                         << " from " << job_.source
+                                         << "; streams: " << transports_.describe() << between_note_
+                                         << "; rank 0: " << gpu_note_);
       BLINK_LOG(Info,
                 "algorithms: the planner's plans; the one-shot board "
                     << (node_.board_capacity > 0
@@ -329,6 +364,18 @@ void Communicator::divideResult(bool on_device, void* buffer, std::size_t count,
   }
   device_->divide(buffer, count, type, size(), device_stream_);
   device_->synchronize(device_stream_);
+}
+
+void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers) {
+  checkUsable();
+  try {
+    memory_.requireHostMemory(buffers);
+  } catch (const MemoryTypeError&) {
+    throw;  // every rank refused together: the communicator goes on
+  } catch (const Error& e) {
+    broken_ = e.what();  // a rank missed the agreement: its reduction may still be pending
+    throw;
+  }
 }
 
 bool Communicator::placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers) {

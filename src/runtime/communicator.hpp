@@ -118,7 +118,9 @@ class Communicator {
   void runOffPlan(Body&& body);
   void checkUsable() const;
   // Collective: throws MemoryTypeError on every rank when any rank's buffers are
-  // not host memory (memory_agreement.hpp); before any data of the call moves.
+  // not host memory (memory_agreement.hpp); before any data of the call moves. For the
+  // collectives built on others (communicator_vector.cpp), which pad in host scratch.
+  void requireHostMemory(std::initializer_list<MemoryAgreement::Buffer> buffers);
   // Collective: whether the call's buffers are device memory (every rank alike);
   // throws MemoryTypeError on every rank when they can go neither way.
   bool placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers);
@@ -143,7 +145,8 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
-  PeerHealth health_;  // for timeouts: which rank on this machine is stopped or gone
+  std::string between_note_;  // why between_nodes_ is what it is, and its NICs, for explain
+  PeerHealth health_;         // for timeouts: which rank on this machine is stopped or gone
   ForcedAlgorithms forced_;
   std::string forced_text_;      // BLINK_ALGO as given, for explain
   NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails

@@ -33,7 +33,7 @@ std::string Communicator::explain() const {
       << (device_path_ ? "the planner's plans on " + device_->describe() +
                              ", streams of the device transport (cuda)"
                        : "no GPU data path (" + device_off_ + ")");
-  out << "\nStreams of plans: " << transports_.describe() << "\n";
+  out << "\nStreams of plans: " << transports_.describe() << between_note_ << "\n";
   out << "Memory: " << memory_.describe() << "\n";
   out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "
          "hierarchical, ring, dbt) and the node algorithms below"

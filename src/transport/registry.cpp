@@ -1,9 +1,13 @@
 #include "transport/registry.hpp"
 
+#include "common/build_config.h"
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
+#if BLINK_HAVE_UCX
+#include "transport/ucx/ucx_transport.hpp"
+#endif
 
 namespace blink::transport {
 namespace {
@@ -26,10 +30,31 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
                                      "' (this build has: " + known + ")");
 }
 
+// The transports this build has besides the built-in ones, after them.
+bool appendOptionalTransports(std::vector<TransportEntry>& entries) {
+#if BLINK_HAVE_UCX
+  entries.push_back(
+      {"ucx",
+       "UCX tagged messages between nodes, one UCP context per NIC of the node "
+       "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; experimental, taken only "
+       "where BLINK_TRANSPORT names it",
+       false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         UcxSetUp u;
+         u.comm = s.comm;
+         u.rank = s.rank;
+         u.local_rank_of = s.local_rank_of;
+         u.host_of = s.host_of;
+         u.timeout_seconds = s.timeout_seconds;
+         return std::make_unique<UcxTransport>(u);
+       }});
+#endif
+  return true;
+}
+
 }  // namespace
 
 const std::vector<TransportEntry>& transportRegistry() {
-  static const std::vector<TransportEntry> entries = {
+  static std::vector<TransportEntry> entries = {
       {"shm",
        "POSIX shared memory between the ranks of a node: FIFOs of slots, or one copy from "
        "the sender's memory by cross-memory attach (BLINK_SHM_SINGLE_COPY)",
@@ -48,6 +73,7 @@ const std::vector<TransportEntry>& transportRegistry() {
          return std::make_unique<PmpiTransport>(s.comm);
        }},
   };
+  [[maybe_unused]] static const bool appended = appendOptionalTransports(entries);
   return entries;
 }
 
@@ -61,6 +87,7 @@ TransportSelection selectTransports(std::string_view spec) {
     const auto equals = item.find('=');
     if (equals == std::string_view::npos) {
       out.within_node = out.between_nodes = &byName(spec, item);
+      out.between_chosen_by_default = false;
       continue;
     }
     const std::string_view where = item.substr(0, equals);
@@ -69,6 +96,7 @@ TransportSelection selectTransports(std::string_view spec) {
       out.within_node = &entry;
     } else if (where == "between") {
       out.between_nodes = &entry;
+      out.between_chosen_by_default = false;
     } else {
       throw Error(blinkInvalidInput, "BLINK_TRANSPORT='" + std::string(spec) + "': '" +
                                          std::string(where) +

@@ -24,11 +24,13 @@ struct TransportSetUp {
   MPI_Comm node_comm = MPI_COMM_NULL;  // the ranks of this node
   int rank = 0;                        // in comm
   std::vector<int> node_rank_of;       // per rank of comm: its rank in node_comm, -1 elsewhere
+  std::vector<int> local_rank_of;      // per rank of comm: its rank within its own node
+  std::vector<std::string> host_of;    // per rank of comm: its node's name (for messages)
   double timeout_seconds = 300.0;
 };
 
 struct TransportEntry {
-  std::string name;         // "shm", "pmpi"
+  std::string name;         // "shm", "ucx", "pmpi"
   std::string description;  // one line, for blink-info and explain
   bool within_node = false;
   bool between_nodes = false;
@@ -42,7 +44,8 @@ const std::vector<TransportEntry>& transportRegistry();
 struct TransportSelection {
   const TransportEntry* within_node = nullptr;
   const TransportEntry* between_nodes = nullptr;
-  std::string describe() const;  // "shm within a node, pmpi between nodes"
+  bool between_chosen_by_default = true;  // BLINK_TRANSPORT did not name it
+  std::string describe() const;           // "shm within a node, pmpi between nodes"
 };
 
 // `spec` as BLINK_TRANSPORT: "" (the first registered for each reach), "NAME" (for

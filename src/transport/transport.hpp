@@ -83,6 +83,8 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual std::string name() const = 0;
+  // More about how it carries streams (the NICs it uses), for logs and explain.
+  virtual std::string details() const { return ""; }
   // Collective over every rank this transport connects (each passes its own keys):
   // makes streams for these keys ready; streams made before are kept.
   virtual void ensureStreams(const std::vector<StreamKey>& sends,

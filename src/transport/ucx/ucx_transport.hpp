@@ -1,0 +1,100 @@
+// Streams between nodes over UCX (UCP), one context and worker per NIC of the node.
+//
+// EXPERIMENTAL, taken only where BLINK_TRANSPORT names it (between=ucx). Known
+// problem (UCX 1.13 over TCP, emulated hosts, 2 and 3 hosts): in test_collectives'
+// Reduce.EveryRootAndOp, an 80 KB Reduce sometimes stalls: the sender's request
+// for a 23 KB message stays pending and the receiver's matching receive (same
+// tag, posted, worker progressed) never completes, with no bytes queued in either
+// socket; UCX_RNDV_THRESH=inf, one worker per direction, thread mode SINGLE and
+// connecting in rank order did not change it; PMPI streams pass the same test.
+//
+// Why the tagged API: a stream is an ordered sequence of messages from one rank to
+// one peer, and the receiver always knows the size of the next one: that is exactly
+// tag matching. UCP's tagged sends pick the protocol by size (eager, buffered
+// copies for small pieces; zero-copy rendezvous for large ones, with UCX's own
+// registration cache, so no ucp_mem_map per buffer is needed), match in order and
+// complete on the receiver without it handing out remote keys. RMA (put/get) would
+// need an rkey exchange per buffer and, over TCP, a target that keeps progressing
+// its worker (a put can stall forever otherwise); active messages would need our
+// own reassembly and ordering. A message's tag holds (communicator, channel,
+// sender, sequence number), so it can only land in the step it belongs to.
+//
+// One set of workers per process (the "fabric"), made at the first communicator
+// that spans nodes and kept until the process exits: communicators come and go
+// (the interposer makes one per MPI communicator), and UCP contexts, listening
+// sockets and connections are slow to make and unsafe to tear down while a peer
+// may still be reading what was sent (a destroyed communicator flushes instead).
+// Endpoints are kept per (NIC, peer worker), shared by communicators. The workers
+// are single-threaded: collectives of communicators that use ucx must not run on
+// several threads at once (UCX's thread-safe mode cost 20x in small-call latency).
+//
+// NICs: each process opens one context per NIC of its node (nic_list.hpp),
+// restricted to that device (UCX_NET_DEVICES). Every rank's worker addresses are
+// traded over MPI when a communicator is made. The stream (sender s, channel c)
+// uses NIC (local rank of s + c) mod N on both sides, N the fewest NICs of any
+// node: a node's ranks and a plan's channels (trees) spread over all its NICs,
+// round robin (the ranks of a host have no NIC nearer than another here).
+//
+// Failures: endpoints use UCX's peer error handling; a peer whose connection
+// breaks (its process died) makes every stream to or from it throw, naming the
+// rank, its host and the device. Both ends greet each other on a link's first
+// use, so that a receiver too hears of a sender's death. Everything else is
+// bounded by the executor's timeout. Progress is non-blocking: push/pull progress
+// the worker of their NIC and return.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace blink::transport {
+
+struct UcxSetUp {
+  MPI_Comm comm = MPI_COMM_NULL;     // not owned; used at set-up only
+  int rank = 0;                      // in comm
+  std::vector<int> local_rank_of;    // per rank of comm: its rank within its node
+  std::vector<std::string> host_of;  // per rank of comm: its node's name (messages)
+  double timeout_seconds = 300.0;
+};
+
+struct UcxLink;  // an endpoint to one peer worker on one NIC
+
+class UcxTransport final : public Transport {
+ public:
+  // Collective over set_up.comm: makes (once per process) the workers, trades
+  // worker addresses and connects to the ranks of other nodes; throws
+  // CollectiveError on every rank when any failed.
+  explicit UcxTransport(const UcxSetUp& set_up);
+  ~UcxTransport() override;
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  std::string name() const override { return "ucx"; }
+  // "NICs eth0 (1.25 GB/s from sysfs), eth1 (...)": the NICs in use.
+  std::string details() const override;
+  void ensureStreams(const std::vector<StreamKey>& sends,
+                     const std::vector<StreamKey>& recvs) override;
+  SendStream& sendStream(StreamKey key) override;
+  RecvStream& recvStream(StreamKey key) override;
+
+  // The NIC index a stream from `sender` on `channel` uses.
+  int nicFor(int sender, int channel) const;
+
+ private:
+  UcxLink& linkTo(int peer, int nic);
+
+  UcxSetUp set_up_;
+  std::uint32_t comm_id_ = 0;  // in every tag: the same on every rank of the communicator
+  int nic_count_ = 1;
+  std::vector<std::vector<std::string>> addresses_;  // [rank][nic]
+  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
+  std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
+};
+
+}  // namespace blink::transport

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Blink across emulated hosts (scripts/emulate-hosts.sh: network namespaces, a
+# hostname and a /dev/shm of their own per host), so that streams between nodes
+# cross a network and no two hosts share memory.
+#
+# Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE]
+#   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
+#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx.
+#   collectives  tests/test_collectives (every collective through the C API, in
+#                place and not, checked against PMPI_* or an exact oracle) over UCX;
+#                one case there groups ranks by BLINK_NODE_ID across hosts, which
+#                node_identity covers instead.
+#   interposer   tests/mpi_collectives_check under LD_PRELOAD=libblink_mpi.so with
+#                BLINK_MPI_MIN_BYTES=0: every result right, Blink handled every
+#                interposed collective, and no communicator fell back.
+#   node_identity  one BLINK_NODE_ID for every host: blinkCommInitFromMPI fails on
+#                every rank naming a rank and host that cannot see its node's shared
+#                memory; the interposer falls back once per communicator (counted),
+#                with right results.
+#   kill         a rank of the last host is killed (SIGKILL) during 4 MiB AllReduce
+#                calls: every other rank's call fails within BLINK_TIMEOUT_S + 2 s, a
+#                rank of another host names the dead rank and its host, every process
+#                ends, and no host has a Blink segment left in its /dev/shm.
+# Exits 77 (skipped) where the machine cannot emulate hosts (not root, no ip netns).
+set -euo pipefail
+case=$1 ranks=$2 build=$3
+setting=()
+[[ -z ${4:-} ]] || setting=(-x "$4")
+between=pmpi
+[[ ${4:-} != BLINK_TRANSPORT=between=ucx ]] || between=ucx
+here=$(cd "$(dirname "$0")" && pwd)
+emulate=$here/../../scripts/emulate-hosts.sh
+
+if ! why=$("$emulate" check); then
+  echo "SKIPPED: $why"
+  exit 77
+fi
+
+prefix=mh$$
+prefix=${prefix:0:8}
+work=$(mktemp -d)
+cleanup() {
+  "$emulate" teardown --prefix "$prefix" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+hosts=$(($(tr -cd , <<<"$ranks" | wc -c) + 1))
+"$emulate" setup --prefix "$prefix" --hosts "$hosts"
+shm_root=/dev/shm/emuhosts-$prefix
+
+fail() {
+  echo "FAIL: $case $ranks: $*"
+  for f in "$work"/*; do
+    [[ -f $f ]] || continue
+    echo "== $f"
+    tail -n 40 "$f"
+  done
+  exit 1
+}
+# run NAME LIMIT [MPIRUN_OPTIONS...] PROGRAM [ARGS...]: across the hosts, bounded.
+run() {
+  local name=$1 limit=$2
+  shift 2
+  timeout -k 5 "$limit" "$emulate" run --prefix "$prefix" --ranks "$ranks" \
+    -x BLINK_TIMEOUT_S="${BLINK_TIMEOUT_S:-60}" "${setting[@]+"${setting[@]}"}" "$@" \
+    >"$work/$name.out" 2>"$work/$name.err"
+}
+blink_left() {
+  find "$shm_root" -name 'blink-*' 2>/dev/null || true
+}
+accounting() {  # accounting FILE COLLECTIVE FIELD
+  grep "blink-accounting $2 " "$1" | head -n 1 | tr ' ' '\n' |
+    awk -F= -v k="$3" '$1 == k {print $2; found=1} END {if (!found) print 0}'
+}
+
+case "$case" in
+  collectives)
+    run collectives 240 "$build/tests/test_collectives" \
+      --gtest_filter=-Communicators.EmulatedNodesUsePmpiBetweenThem ||
+      fail "test_collectives failed (exit $?)"
+    grep -q "PASSED" "$work/collectives.out" || fail "no PASSED line"
+    ;;
+  interposer)
+    run interposer 240 -x LD_PRELOAD="$build/mpi_glue/libblink_mpi.so" -x BLINK_DEBUG=INFO \
+      -x BLINK_MPI_MIN_BYTES=0 "$build/tests/mpi_collectives_check" ||
+      fail "mpi_collectives_check failed (exit $?)"
+    grep -q " 0 wrong$" "$work/interposer.out" || fail "wrong results"
+    grep -q "streams: shm within a node, $between between nodes" "$work/interposer.err" ||
+      fail "streams between nodes did not take $between"
+    for coll in allreduce bcast reduce allgather reduce_scatter_block; do
+      [[ $(accounting "$work/interposer.err" $coll handled) -gt 0 ]] || fail "Blink handled no $coll"
+      [[ $(accounting "$work/interposer.err" $coll fallback.unavailable) -eq 0 ]] ||
+        fail "a $coll fell back because Blink was unavailable"
+    done
+    ;;
+  node_identity)
+    mkdir -p "$work/capi"
+    run capi 60 -x BLINK_NODE_ID=one "$build/tests/fault_collective_loop" "$work/capi" \
+      allreduce 4096 0 && fail "the C API program succeeded"
+    total=$(tr , '\n' <<<"$ranks" | awk '{s += $1} END {print s}')
+    for ((r = 0; r < total; ++r)); do
+      read -r status _ message <"$work/capi/result.$r" || fail "rank $r reported nothing"
+      [[ $status == 2 ]] || fail "rank $r: status $status, not blinkInvalidUsage: $message"
+      [[ $message == *"grouped as node 'one'"*"do not share shared memory: rank "*" on host '$prefix-h"* ]] ||
+        fail "rank $r: the message names no rank and host: $message"
+    done
+    run interposed 60 -x BLINK_NODE_ID=one -x LD_PRELOAD="$build/mpi_glue/libblink_mpi.so" \
+      -x BLINK_DEBUG=INFO -x BLINK_MPI_MIN_BYTES=0 "$build/tests/plain_mpi_program" ||
+      fail "the interposed program failed (exit $?)"
+    grep -q "ok" "$work/interposed.out" || fail "the interposed program saw wrong results"
+    [[ $(grep -c "WARN Blink is unavailable on this communicator" "$work/interposed.err") -eq 1 ]] ||
+      fail "not exactly one warning for the one communicator"
+    [[ $(accounting "$work/interposed.err" allreduce fallback.unavailable) -ge 1 ]] ||
+      fail "the fallback was not counted"
+    ! grep -q "plans differ" "$work/interposed.err" || fail "a per-call 'plans differ' message"
+    ;;
+  kill)
+    dir=$work/kill
+    mkdir -p "$dir"
+    total=$(tr , '\n' <<<"$ranks" | awk '{s += $1} END {print s}')
+    victim=$((total - 1))
+    # orte_enable_recovery: mpirun does not end the job when a rank dies, so the
+    # survivors must notice by themselves; they linger 3 s after failing, then exit.
+    # (mpirun itself then waits for ever: it is ended once the ranks are gone.)
+    timeout -k 5 60 "$emulate" run --prefix "$prefix" --ranks "$ranks" -x BLINK_TIMEOUT_S=3 \
+      "${setting[@]+"${setting[@]}"}" \
+      --mca orte_enable_recovery 1 "$build/tests/fault_collective_loop" "$dir" allreduce \
+      $((4 << 20)) 3 >"$work/kill.out" 2>"$work/kill.err" &
+    job=$!
+    # wait_for COUNT PATTERN TENTHS: until COUNT files match PATTERN.
+    wait_for() {
+      local waited
+      for ((waited = 0; waited < $3; ++waited)); do
+        [[ $(compgen -G "$2" | wc -l) -ge $1 ]] && return 0
+        kill -0 $job 2>/dev/null || fail "the job ended early, waiting for $2"
+        sleep 0.1
+      done
+      fail "only $(compgen -G "$2" | wc -l) of $1 $2 after $(($3 / 10)) s"
+    }
+    wait_for "$total" "$dir/ready.*" 600
+    victim_pid=$(cat "$dir/pid.$victim")
+    killed=$(date +%s.%N)
+    kill -KILL "$victim_pid"
+    wait_for "$victim" "$dir/result.*" 150
+    named=0
+    for ((r = 0; r < victim; ++r)); do
+      read -r status at message <"$dir/result.$r" || fail "rank $r reported no failure"
+      [[ $status != 0 ]] || fail "rank $r: status 0"
+      awk -v a="$at" -v k="$killed" 'BEGIN { exit !(a - k <= 5) }' ||
+        fail "rank $r failed $(awk -v a="$at" -v k="$killed" 'BEGIN { print a - k }') s after the kill: $message"
+      [[ $message == *"rank $victim on host '$prefix-h$((hosts - 1))'"* ]] && named=$((named + 1))
+    done
+    # Over ucx a rank of another host learns of the death from its connection.
+    [[ $between != ucx || $named -gt 0 ]] || fail "no rank named the dead rank $victim and its host"
+    for ((r = 0; r < total; ++r)); do
+      pid=$(cat "$dir/pid.$r")
+      for ((waited = 0; waited < 100; ++waited)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
+      ! kill -0 "$pid" 2>/dev/null || fail "rank $r (pid $pid) still runs 10 s after failing"
+    done
+    kill -TERM $job 2>/dev/null || true
+    rc=0
+    wait $job || rc=$?
+    echo "kill: mpirun returned $rc; $named rank(s) named the dead one"
+    ;;
+  *)
+    echo "multihost.sh: unknown case '$case'" >&2
+    exit 2
+    ;;
+esac
+left=$(blink_left)
+[[ -z $left ]] || fail "Blink segments left in the hosts' /dev/shm: $left"
+echo "multihost $case ($ranks ranks per host): OK"
