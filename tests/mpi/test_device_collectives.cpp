@@ -33,47 +33,8 @@ const blinkDataType_t kTypes[] = {blinkInt8,    blinkUint8,    blinkInt16,   bli
                                   blinkFloat16, blinkBfloat16, blinkFloat32, blinkFloat64};
 const blinkRedOp_t kOps[] = {blinkSum, blinkProd, blinkMin, blinkMax, blinkAvg};
 
-MPI_Datatype mpiType(blinkDataType_t t) {
-  switch (t) {
-    case blinkInt8:
-      return MPI_INT8_T;
-    case blinkUint8:
-      return MPI_UINT8_T;
-    case blinkInt16:
-      return MPI_INT16_T;
-    case blinkUint16:
-      return MPI_UINT16_T;
-    case blinkInt32:
-      return MPI_INT32_T;
-    case blinkUint32:
-      return MPI_UINT32_T;
-    case blinkInt64:
-      return MPI_INT64_T;
-    case blinkUint64:
-      return MPI_UINT64_T;
-    case blinkFloat32:
-      return MPI_FLOAT;
-    case blinkFloat64:
-      return MPI_DOUBLE;
-    default:
-      return MPI_DATATYPE_NULL;
-  }
-}
-
-MPI_Op mpiOp(blinkRedOp_t op) {
-  switch (op) {
-    case blinkSum:
-      return MPI_SUM;
-    case blinkProd:
-      return MPI_PROD;
-    case blinkMin:
-      return MPI_MIN;
-    case blinkMax:
-      return MPI_MAX;
-    default:
-      return MPI_OP_NULL;
-  }
-}
+using blink::test::mpiOp;
+using blink::test::mpiType;
 
 bool isUnsigned(blinkDataType_t t) {
   return t == blinkUint8 || t == blinkUint16 || t == blinkUint32 || t == blinkUint64;
