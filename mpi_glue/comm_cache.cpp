@@ -1,5 +1,7 @@
 #include "comm_cache.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +19,22 @@ struct Entry {
 };
 
 std::mutex entries_mutex;
+
+// What this thread looked up last, valid while the generation is unchanged.
+std::atomic<std::uint64_t> generation{1};
+// Constant-initialised and initial-exec (the library is preloaded or linked, never
+// dlopened late), so that reaching it costs no call.
+struct LastUsed {
+  MPI_Comm comm{};
+  std::uint64_t generation = 0;
+  Entry* entry = nullptr;
+};
+[[gnu::tls_model("initial-exec")]] thread_local constinit LastUsed last_used;
+
+BlinkComm* blinkOf(Entry* entry) {
+  return entry->comm ? &*entry->comm : nullptr;
+}
+
 std::set<Entry*>& liveEntries() {
   static auto* entries = new std::set<Entry*>();  // never destroyed: used at exit
   return *entries;
@@ -27,6 +45,7 @@ int deleteEntry(MPI_Comm, int, void* value, void*) {
   {
     std::lock_guard lock(entries_mutex);
     liveEntries().erase(entry);
+    generation.fetch_add(1, std::memory_order_acq_rel);
   }
   delete entry;
   return MPI_SUCCESS;
@@ -45,14 +64,22 @@ int keyval() {
 
 }  // namespace
 
+bool isLastUsed(MPI_Comm comm) {
+  return last_used.entry != nullptr && last_used.comm == comm &&
+         last_used.generation == generation.load(std::memory_order_acquire);
+}
+
 BlinkComm* communicatorFor(MPI_Comm comm) {
+  if (isLastUsed(comm)) return blinkOf(last_used.entry);
+  const std::uint64_t now = generation.load(std::memory_order_acquire);
   const int key = keyval();
   void* value = nullptr;
   int found = 0;
   if (PMPI_Comm_get_attr(comm, key, &value, &found) != MPI_SUCCESS) return nullptr;
   if (found) {
     auto* entry = static_cast<Entry*>(value);
-    return entry->comm ? &*entry->comm : nullptr;
+    last_used = {comm, now, entry};
+    return blinkOf(entry);
   }
   auto entry = std::make_unique<Entry>();
   blinkComm_t made = nullptr;
@@ -76,11 +103,13 @@ BlinkComm* communicatorFor(MPI_Comm comm) {
     liveEntries().insert(raw);
   }
   PMPI_Comm_set_attr(comm, key, raw);
-  return raw->comm ? &*raw->comm : nullptr;
+  last_used = {comm, now, raw};
+  return blinkOf(raw);
 }
 
 void releaseAll() {
   std::lock_guard lock(entries_mutex);
+  generation.fetch_add(1, std::memory_order_acq_rel);
   for (Entry* e : liveEntries()) {
     if (e->comm) blinkCommDestroy(e->comm->handle());
     e->comm.reset();

@@ -1,7 +1,9 @@
 #include "glue_state.hpp"
 
 #include <charconv>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "glue_support.hpp"
 
@@ -91,7 +93,7 @@ std::uint64_t parseBytes(std::string_view text, std::string_view whole) {
   return v;
 }
 
-void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
+void applyThresholds(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
   if (spec.find('=') == std::string_view::npos) {
     out.fill(parseBytes(spec, spec));
     return;
@@ -129,21 +131,56 @@ void apply(std::string_view spec, std::array<std::uint64_t, kNumColls>& out) {
 
 void configure() {
   GlueState& s = state();
-  apply(blinkEnvDefault("BLINK_MPI_MIN_BYTES"), s.min_bytes);
-  if (auto spec = setting("BLINK_MPI_MIN_BYTES")) apply(*spec, s.min_bytes);
+  applyThresholds(blinkEnvDefault("BLINK_MPI_MIN_BYTES"), s.min_bytes);
+  if (auto spec = setting("BLINK_MPI_MIN_BYTES")) applyThresholds(*spec, s.min_bytes);
   s.enabled = setting("BLINK_MPI_DISABLE").value_or("0") != "1";
 }
 
+namespace {
+
+std::mutex counters_mutex;
+// Every thread's counters; never freed, so a finished thread's calls still count.
+std::vector<ThreadCounters*>& allThreadCounters() {
+  static auto* all = new std::vector<ThreadCounters*>();
+  return *all;
+}
+
+// Constant-initialised and initial-exec (see comm_cache.cpp): no guard, no call.
+[[gnu::tls_model("initial-exec")]] thread_local constinit ThreadCounters* this_thread = nullptr;
+
+[[gnu::noinline]] ThreadCounters& registerThread() {
+  auto* made = new ThreadCounters();
+  std::lock_guard lock(counters_mutex);
+  allThreadCounters().push_back(made);
+  this_thread = made;
+  return *made;
+}
+
+}  // namespace
+
+ThreadCounters& threadCounters() {
+  return this_thread != nullptr ? *this_thread : registerThread();
+}
+
 std::string accountingReport() {
+  std::lock_guard lock(counters_mutex);
   std::ostringstream out;
-  const GlueState& s = state();
   for (std::size_t c = 0; c < kNumColls; ++c) {
-    const Counters& k = s.counters[c];
-    out << "blink-accounting " << name(static_cast<Coll>(c)) << " handled=" << k.calls.load()
-        << " bytes=" << k.bytes.load();
+    std::uint64_t calls = 0, bytes = 0;
+    std::array<std::uint64_t, kNumFallbacks> fallbacks{};
+    for (const ThreadCounters* thread : allThreadCounters()) {
+      const Counters& k = (*thread)[c];
+      calls += k.calls.load(std::memory_order_relaxed);
+      bytes += k.bytes.load(std::memory_order_relaxed);
+      for (std::size_t f = 0; f < kNumFallbacks; ++f) {
+        fallbacks[f] += k.fallbacks[f].load(std::memory_order_relaxed);
+      }
+    }
+    out << "blink-accounting " << name(static_cast<Coll>(c)) << " handled=" << calls
+        << " bytes=" << bytes;
     for (std::size_t f = 0; f < kNumFallbacks; ++f) {
-      if (auto n = k.fallbacks[f].load())
-        out << " fallback." << name(static_cast<Fallback>(f)) << "=" << n;
+      if (fallbacks[f] != 0)
+        out << " fallback." << name(static_cast<Fallback>(f)) << "=" << fallbacks[f];
     }
     out << "\n";
   }

@@ -52,25 +52,35 @@ enum class Fallback {
 constexpr std::size_t kNumFallbacks = static_cast<std::size_t>(Fallback::Count);
 const char* name(Fallback f);
 
+// One thread's counts of one collective. Only that thread writes them (a plain load
+// and store, no locked instruction on the path of a sub-microsecond call); the
+// report sums every thread's.
 struct Counters {
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> bytes{0};
   std::array<std::atomic<std::uint64_t>, kNumFallbacks> fallbacks{};
 };
+using ThreadCounters = std::array<Counters, kNumColls>;
+// This thread's counters, made and registered on its first call.
+ThreadCounters& threadCounters();
 
 struct GlueState {
   // True once MPI_Init found every rank's settings valid, equal and enabled.
   std::atomic<bool> enabled{false};
   std::array<std::uint64_t, kNumColls> min_bytes{};
-  std::array<Counters, kNumColls> counters;
 
   void handled(Coll c, std::uint64_t bytes) {
-    counters[static_cast<std::size_t>(c)].calls.fetch_add(1, std::memory_order_relaxed);
-    counters[static_cast<std::size_t>(c)].bytes.fetch_add(bytes, std::memory_order_relaxed);
+    Counters& k = threadCounters()[static_cast<std::size_t>(c)];
+    add(k.calls, 1);
+    add(k.bytes, bytes);
   }
   void fellBack(Coll c, Fallback why) {
-    counters[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)].fetch_add(
-        1, std::memory_order_relaxed);
+    add(threadCounters()[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)], 1);
+  }
+
+ private:
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
 };
 

@@ -26,16 +26,19 @@
 namespace blink::glue {
 namespace {
 
+bool isIntraComm(MPI_Comm comm) {
+  if (isLastUsed(comm)) return true;  // only intra-communicators get an entry
+  int inter = 0;
+  return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
+}
+
 // Shared checks of every collective; nullopt means "take it", else the reason not to.
 std::optional<Fallback> commonChecks(Coll c, MPI_Comm comm, std::uint64_t bytes) {
   GlueState& s = state();
   if (!s.enabled.load(std::memory_order_relaxed)) return Fallback::Disabled;
   if (bytes == 0) return Fallback::ZeroCount;
   if (bytes < s.min_bytes[static_cast<std::size_t>(c)]) return Fallback::BelowThreshold;
-  int inter = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
-    return Fallback::InterComm;
-  }
+  if (!isIntraComm(comm)) return Fallback::InterComm;
   return std::nullopt;
 }
 
@@ -481,10 +484,9 @@ extern "C" int MPI_Barrier(MPI_Comm comm) {
   // Nothing to move: only whether Blink is on, and the communicator, decide.
   blink::glue::GlueState& s = state();
   std::optional<Fallback> why;
-  int inter = 0;
   if (!s.enabled.load(std::memory_order_relaxed)) {
     why = Fallback::Disabled;
-  } else if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
+  } else if (!blink::glue::isIntraComm(comm)) {
     why = Fallback::InterComm;
   }
   if (!why) {
@@ -633,10 +635,9 @@ extern "C" int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype send
   const bool at_root = rank == root;
   const bool in_place = at_root && sendbuf == MPI_IN_PLACE;
   blink::glue::TypeInfo recv, send;
-  int inter = 0;
   if (!state().enabled.load(std::memory_order_relaxed)) {
     why = Fallback::Disabled;
-  } else if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) {
+  } else if (!blink::glue::isIntraComm(comm)) {
     why = Fallback::InterComm;
   } else if (!blink::glue::validRoot(root, comm)) {
     why = Fallback::Arguments;

@@ -23,8 +23,11 @@ ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_
     : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
   transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
   transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
+  slot_bytes_ = roundUp(sizeof(std::uint64_t) + capacity_, 64);
+  spin_rounds_ = spinRoundsFor(size_);
+  peer_done_.assign(static_cast<std::size_t>(size_), 0);
   const std::size_t bytes =
-      static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * capacity_);
+      static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * slot_bytes_);
   segment_ = transport::mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");
 }
 
@@ -32,9 +35,14 @@ ShmOneShot::Control& ShmOneShot::control(int rank) const {
   return reinterpret_cast<Control*>(segment_.data())[rank];
 }
 
-std::byte* ShmOneShot::buffer(int rank, std::uint64_t call) const {
-  std::byte* data = segment_.data() + static_cast<std::size_t>(size_) * sizeof(Control);
-  return data + (static_cast<std::size_t>(rank) * kDepth + call % kDepth) * capacity_;
+std::uint64_t& ShmOneShot::sequence(int rank, std::uint64_t call) const {
+  std::byte* slots = segment_.data() + static_cast<std::size_t>(size_) * sizeof(Control);
+  std::byte* slot = slots + (static_cast<std::size_t>(rank) * kDepth + call % kDepth) * slot_bytes_;
+  return *reinterpret_cast<std::uint64_t*>(slot);
+}
+
+std::byte* ShmOneShot::slotData(int rank, std::uint64_t call) const {
+  return reinterpret_cast<std::byte*>(&sequence(rank, call)) + sizeof(std::uint64_t);
 }
 
 void ShmOneShot::begin(const char* collective, std::size_t bytes) {
@@ -49,28 +57,30 @@ void ShmOneShot::begin(const char* collective, std::size_t bytes) {
 }
 
 void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
-  // The buffer was last used by call_ - kDepth: every peer must be done with it.
+  // The slot was last used by call_ - kDepth: every peer must be done with it.
   if (call_ > kDepth) {
-    Backoff backoff(timeout_seconds_);
+    const std::uint64_t needed = call_ - kDepth;
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      auto done = std::atomic_ref(control(r).done);
-      while (done.load(std::memory_order_acquire) < call_ - kDepth) {
-        if (!backoff.idle()) {
-          timedOut(r, "to finish reading the call before last", backoff.secondsSinceProgress());
-        }
-      }
-      backoff.progressed();
+      std::uint64_t& seen = peer_done_[static_cast<std::size_t>(r)];
+      if (r == rank_ || seen >= needed) continue;
+      seen = blink::awaitCounter(
+          control(r).done, needed, timeout_seconds_,
+          [&](double seconds) { timedOut(r, "to finish reading the call before last", seconds); },
+          spin_rounds_);
     }
   }
-  std::memcpy(buffer(rank_, call_), data, bytes);
-  std::atomic_ref(control(rank_).posted).store(call_, std::memory_order_release);
+  std::memcpy(slotData(rank_, call_), data, bytes);
+  std::atomic_ref(sequence(rank_, call_)).store(call_, std::memory_order_release);
 }
 
 const std::byte* ShmOneShot::await(int rank) {
-  blink::awaitCounter(control(rank).posted, call_, timeout_seconds_,
-                      [&](double seconds) { timedOut(rank, "to post its data", seconds); });
-  return buffer(rank, call_);
+  blink::awaitCounter(
+      sequence(rank, call_), call_, timeout_seconds_,
+      [&](double seconds) { timedOut(rank, "to post its data", seconds); }, spin_rounds_);
+  // Having posted this call, the peer has finished the one before.
+  std::uint64_t& seen = peer_done_[static_cast<std::size_t>(rank)];
+  if (seen < call_ - 1) seen = call_ - 1;
+  return slotData(rank, call_);
 }
 
 void ShmOneShot::finish() {

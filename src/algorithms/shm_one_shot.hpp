@@ -5,14 +5,16 @@
 // descheduled when ranks outnumber cores). Each rank reads every input, so the
 // path pays only for small messages (BLINK_ONE_SHOT_MAX_BYTES).
 //
-// The board: per rank a control line with two counters, `posted` (the last call
-// whose data it has written) and `done` (the last call it has finished reading), and
-// four data buffers used in turn. A rank writes call k's data into buffer k % 4 only
-// once every peer is done with call k - 4, the last that used it. In an AllReduce
-// that is always so already (every peer posted k - 1 after finishing k - 2); the
-// depth lets the root of a Broadcast, or the non-roots of a Reduce, which wait for
-// nobody, run a few calls ahead of a descheduled reader. Reductions run in rank
-// order on every rank, so every rank gets the same bits.
+// The board: per rank four slots used in turn and a `done` counter (the last call
+// it has finished reading) on a cache line of its own. A slot starts with its call's
+// sequence number, written after the data, so a reader waits on the line that holds
+// the first 56 bytes: a small call moves one cache line per peer, no flag line
+// besides. A rank writes call k into slot k % 4 only once every peer is done with
+// call k - 4, the last that used it; it remembers what it saw of each peer's `done`
+// (a peer that posted call k has finished k - 1), so in an AllReduce it never reads
+// a `done` line at all. The depth lets the root of a Broadcast, or the non-roots of a
+// Reduce, which wait for nobody, run a few calls ahead of a descheduled reader.
+// Reductions run in rank order on every rank, so every rank gets the same bits.
 //
 // Every rank of the node must make the same one-shot calls in the same order (as
 // MPI requires of collectives); every wait ends after the timeout with an error that
@@ -23,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/host_memory_model.hpp"
 #include "common/combine.hpp"
@@ -58,15 +61,15 @@ class ShmOneShot {
 
  private:
   struct alignas(64) Control {
-    std::uint64_t posted;
-    char pad0[56];
     std::uint64_t done;
-    char pad1[56];
+    char pad[56];
   };
-  static_assert(sizeof(Control) == 128);
+  static_assert(sizeof(Control) == 64);
 
   Control& control(int rank) const;
-  std::byte* buffer(int rank, std::uint64_t call) const;
+  // Rank `rank`'s slot for `call`: its sequence number, then its data.
+  std::uint64_t& sequence(int rank, std::uint64_t call) const;
+  std::byte* slotData(int rank, std::uint64_t call) const;
   void begin(const char* collective, std::size_t bytes);
   void post(const std::byte* data, std::size_t bytes);
   const std::byte* await(int rank);
@@ -77,8 +80,11 @@ class ShmOneShot {
   int rank_ = 0;
   int size_ = 0;
   std::size_t capacity_ = 0;
+  std::size_t slot_bytes_ = 0;  // a sequence number and capacity_ bytes, whole lines
   double timeout_seconds_ = 300.0;
-  std::uint64_t call_ = 0;  // the call in progress (calls count from 1)
+  unsigned spin_rounds_ = 0;
+  std::vector<std::uint64_t> peer_done_;  // the last `done` seen of each peer
+  std::uint64_t call_ = 0;                // the call in progress (calls count from 1)
   const char* collective_ = "";
   std::size_t bytes_ = 0;
 };

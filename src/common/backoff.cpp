@@ -13,7 +13,6 @@ namespace {
 // Spins cover a peer that is running on another core right now; yields cover a
 // peer that needs our core; naps stop a long wait from burning a core that an
 // oversubscribed job's other ranks need.
-constexpr unsigned kSpinRounds = 32;      // one pause each: about a microsecond in all
 constexpr unsigned kYieldRounds = 20000;  // tens of milliseconds of yielding before naps
 constexpr auto kNap = std::chrono::microseconds(20);
 
@@ -27,32 +26,39 @@ inline void cpuRelax() {
 
 }  // namespace
 
-Backoff::Backoff(double timeout_seconds)
+unsigned spinRoundsFor(int ranks_on_node) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const int cores = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+  return cores > 0 && ranks_on_node > cores ? kOversubscribedSpinRounds : kSpinRounds;
+}
+
+Backoff::Backoff(double timeout_seconds, unsigned spin_rounds)
     : timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::duration<double>(timeout_seconds))),
-      last_progress_(Clock::now()) {}
-
-void Backoff::progressed() {
-  idle_rounds_ = 0;
-  last_progress_ = Clock::now();
-}
+      spin_rounds_(spin_rounds) {}
 
 bool Backoff::idle() {
   ++idle_rounds_;
-  if (idle_rounds_ <= kSpinRounds) {
+  if (idle_rounds_ <= spin_rounds_) {
     cpuRelax();
     return true;
   }
-  if (idle_rounds_ <= kSpinRounds + kYieldRounds) {
+  // The clock is read only off the spinning path.
+  if (!clock_started_) {
+    last_progress_ = Clock::now();
+    clock_started_ = true;
+  }
+  if (idle_rounds_ <= spin_rounds_ + kYieldRounds) {
     sched_yield();
   } else {
     std::this_thread::sleep_for(kNap);
   }
-  // The clock is read only off the spinning path.
   return Clock::now() - last_progress_ < timeout_;
 }
 
 double Backoff::secondsSinceProgress() const {
+  if (!clock_started_) return 0.0;
   return std::chrono::duration<double>(Clock::now() - last_progress_).count();
 }
 

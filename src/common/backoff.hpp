@@ -1,7 +1,9 @@
 // How the runtime waits: spin briefly (a peer on another core answers within
 // microseconds), then yield the core (eight ranks on two cores must let the peer
 // they wait for run), then sleep in short naps. Every wait has a deadline, measured
-// from the last progress, after which the caller reports who it was waiting for.
+// from the end of the spins after the last progress, after which the caller reports
+// who it was waiting for. The clock is read only once a wait outlasts its spins: a
+// small collective's whole call takes less than two clock reads.
 #pragma once
 
 #include <atomic>
@@ -11,12 +13,22 @@
 
 namespace blink {
 
+// The spins before the first yield: kSpinRounds pauses (about a microsecond) when
+// every rank of the node can have a core, else a few (a peer that shares our core
+// runs only once we yield, as Open MPI's mpi_yield_when_idle does at once).
+inline constexpr unsigned kSpinRounds = 32;
+inline constexpr unsigned kOversubscribedSpinRounds = 4;
+unsigned spinRoundsFor(int ranks_on_node);
+
 class Backoff {
  public:
-  explicit Backoff(double timeout_seconds);
+  explicit Backoff(double timeout_seconds, unsigned spin_rounds = kSpinRounds);
 
   // Something moved: the next idle period starts from scratch.
-  void progressed();
+  void progressed() {
+    idle_rounds_ = 0;
+    clock_started_ = false;
+  }
   // Nothing moved this round. Waits a little; false once the deadline has passed.
   bool idle();
   double secondsSinceProgress() const;
@@ -24,22 +36,27 @@ class Backoff {
  private:
   using Clock = std::chrono::steady_clock;
   std::chrono::nanoseconds timeout_;
-  Clock::time_point last_progress_;
+  Clock::time_point last_progress_;  // valid once clock_started_
+  unsigned spin_rounds_;
   unsigned idle_rounds_ = 0;
+  bool clock_started_ = false;
 };
 
 // Waits with the Backoff policy until `counter`, a word in shared memory that a peer
 // raises with release stores, reaches `target` (acquire); after `timeout_seconds`
 // without that, calls `timed_out(seconds waited)`, which must throw.
+// Returns the counter's value.
 template <typename TimedOut>
-void awaitCounter(std::uint64_t& counter, std::uint64_t target, double timeout_seconds,
-                  TimedOut&& timed_out) {
+std::uint64_t awaitCounter(std::uint64_t& counter, std::uint64_t target, double timeout_seconds,
+                           TimedOut&& timed_out, unsigned spin_rounds = kSpinRounds) {
   auto word = std::atomic_ref(counter);
-  if (word.load(std::memory_order_acquire) >= target) return;
-  Backoff backoff(timeout_seconds);
-  while (word.load(std::memory_order_acquire) < target) {
+  std::uint64_t seen = word.load(std::memory_order_acquire);
+  if (seen >= target) return seen;
+  Backoff backoff(timeout_seconds, spin_rounds);
+  while ((seen = word.load(std::memory_order_acquire)) < target) {
     if (!backoff.idle()) timed_out(backoff.secondsSinceProgress());
   }
+  return seen;
 }
 
 // The blinkTimeout of a wait on a peer in a shared-memory call: `call` of

@@ -131,7 +131,7 @@ const std::vector<Variable>& registry() {
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},
       {"BLINK_MPI_MIN_BYTES", Kind::Text, "BYTES or NAME=BYTES,...",
-       "allreduce=512,bcast=4096,reduce=1048576,allgather=4096,reduce_scatter_block=4096",
+       "allreduce=0,bcast=4096,reduce=1048576,allgather=4096,reduce_scatter_block=4096",
        "libblink_mpi.so only: smaller calls go to the MPI library. One number for every "
        "collective, or per collective: `allreduce`, `bcast`, `reduce`, `allgather`, "
        "`reduce_scatter_block`, `allgatherv`, `gather`, `gatherv`, `reduce_scatter` (bytes of "

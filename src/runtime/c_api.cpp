@@ -4,6 +4,7 @@
 // Handles are opaque numbers, never pointers to memory: a destroyed handle is
 // simply absent from the registry, so using it returns blinkInvalidUsage instead
 // of touching freed memory.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -36,14 +37,36 @@ class Registry {
     }
     return it->second;
   }
+  // The collectives' lookup: a thread's calls on the communicator it used last skip
+  // the lock, the map and the reference count (blink.h forbids destroying a
+  // communicator while another thread uses it, so a plain pointer is safe; a
+  // destroyed handle fails as in find, since every removal starts a new generation).
+  Communicator& use(blinkComm_t handle) {
+    // Constant-initialised and initial-exec: reaching it costs no call. Its few bytes
+    // fit the static TLS glibc keeps for libraries dlopened late.
+    [[gnu::tls_model("initial-exec")]] thread_local constinit LastUse last;
+    const auto id = reinterpret_cast<std::uintptr_t>(handle);
+    const std::uint64_t generation = generation_.load(std::memory_order_acquire);
+    if (last.comm != nullptr && last.id == id && last.generation == generation) return *last.comm;
+    Communicator& comm = *find(handle);
+    last = {id, generation, &comm};
+    return comm;
+  }
   std::shared_ptr<Communicator> remove(blinkComm_t handle) {
     std::shared_ptr<Communicator> comm = find(handle);
     std::lock_guard lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     comms_.erase(reinterpret_cast<std::uintptr_t>(handle));
     return comm;
   }
 
  private:
+  struct LastUse {
+    std::uintptr_t id = 0;
+    std::uint64_t generation = 0;
+    Communicator* comm = nullptr;
+  };
+  std::atomic<std::uint64_t> generation_{1};
   std::mutex mutex_;
   // Ids start high and odd so that they never look like small integers or aligned pointers.
   std::uintptr_t next_id_ = 0x5b1a0001;
@@ -129,35 +152,35 @@ blinkResult_t blinkCommExplain(blinkComm_t comm, char* text, size_t capacity, si
 blinkResult_t blinkAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                              blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm) {
   return guardCApi(
-      [&] { registry().find(comm)->allReduce(sendbuff, recvbuff, count, datatype, op); });
+      [&] { registry().use(comm).allReduce(sendbuff, recvbuff, count, datatype, op); });
 }
 
 blinkResult_t blinkBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                              blinkDataType_t datatype, int root, blinkComm_t comm) {
   return guardCApi([&] {
     blink::runtime::checkType(datatype);
-    registry().find(comm)->broadcast(sendbuff, recvbuff, count, datatype, root);
+    registry().use(comm).broadcast(sendbuff, recvbuff, count, datatype, root);
   });
 }
 
 blinkResult_t blinkReduce(const void* sendbuff, void* recvbuff, size_t count,
                           blinkDataType_t datatype, blinkRedOp_t op, int root, blinkComm_t comm) {
   return guardCApi(
-      [&] { registry().find(comm)->reduce(sendbuff, recvbuff, count, datatype, op, root); });
+      [&] { registry().use(comm).reduce(sendbuff, recvbuff, count, datatype, op, root); });
 }
 
 blinkResult_t blinkAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                              blinkDataType_t datatype, blinkComm_t comm) {
   return guardCApi([&] {
     blink::runtime::checkType(datatype);
-    registry().find(comm)->allGather(sendbuff, recvbuff, sendcount, datatype);
+    registry().use(comm).allGather(sendbuff, recvbuff, sendcount, datatype);
   });
 }
 
 blinkResult_t blinkReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                  blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm) {
   return guardCApi(
-      [&] { registry().find(comm)->reduceScatter(sendbuff, recvbuff, recvcount, datatype, op); });
+      [&] { registry().use(comm).reduceScatter(sendbuff, recvbuff, recvcount, datatype, op); });
 }
 
 blinkResult_t blinkAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff,
@@ -165,7 +188,7 @@ blinkResult_t blinkAllGatherV(const void* sendbuff, size_t sendcount, void* recv
                               blinkDataType_t datatype, blinkComm_t comm) {
   return guardCApi([&] {
     blink::runtime::checkType(datatype);
-    registry().find(comm)->allGatherV(sendbuff, sendcount, recvbuff, recvcounts, displs, datatype);
+    registry().use(comm).allGatherV(sendbuff, sendcount, recvbuff, recvcounts, displs, datatype);
   });
 }
 
@@ -173,18 +196,18 @@ blinkResult_t blinkGather(const void* sendbuff, void* recvbuff, size_t sendcount
                           blinkDataType_t datatype, int root, blinkComm_t comm) {
   return guardCApi([&] {
     blink::runtime::checkType(datatype);
-    registry().find(comm)->gather(sendbuff, recvbuff, sendcount, datatype, root);
+    registry().use(comm).gather(sendbuff, recvbuff, sendcount, datatype, root);
   });
 }
 
 blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                                   blinkDataType_t datatype, blinkRedOp_t op, blinkComm_t comm) {
   return guardCApi(
-      [&] { registry().find(comm)->reduceScatterV(sendbuff, recvbuff, recvcounts, datatype, op); });
+      [&] { registry().use(comm).reduceScatterV(sendbuff, recvbuff, recvcounts, datatype, op); });
 }
 
 blinkResult_t blinkBarrier(blinkComm_t comm) {
-  return guardCApi([&] { registry().find(comm)->barrier(); });
+  return guardCApi([&] { registry().use(comm).barrier(); });
 }
 
 }  // extern "C"

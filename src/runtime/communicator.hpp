@@ -155,6 +155,9 @@ class Communicator {
   std::unique_ptr<algorithms::NodeCollectives> direct_;
   std::map<PlanKey, CachedChoice> cache_;
   std::list<PlanKey> lru_;  // most recently used first
+  // The last decision used and its key: a run of equal calls skips the map.
+  PlanKey last_key_{};
+  CachedChoice* last_choice_ = nullptr;
   std::size_t plans_built_ = 0;
   double first_planning_seconds_ = -1.0;  // the first decision's, with the trees it packed
   double planning_seconds_ = 0.0;         // all decisions together

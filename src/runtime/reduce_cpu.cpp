@@ -739,6 +739,11 @@ void reduceInto(void* inout, const void* in, std::size_t count, blinkDataType_t 
   selected().reduce(inout, in, count, type, op);
 }
 
+void reduceIntoChecked(void* inout, const void* in, std::size_t count, blinkDataType_t type,
+                       blinkRedOp_t op) {
+  selected().reduce(inout, in, count, type, op);
+}
+
 void divideBy(void* buf, std::size_t count, blinkDataType_t type, int divisor) {
   checkDivide(buf, count, type, divisor);
   selected().divide(buf, count, type, divisor);

@@ -52,6 +52,10 @@ void checkReduction(blinkDataType_t type, blinkRedOp_t op);
 // count > 0. Uses the best instruction set this CPU has (see CpuIsa).
 void reduceInto(void* inout, const void* in, std::size_t count, blinkDataType_t type,
                 blinkRedOp_t op);
+// reduceInto without its checks, for a caller that ran checkReduction once for many
+// calls and passes buffers the algorithms own (a small collective's every combine).
+void reduceIntoChecked(void* inout, const void* in, std::size_t count, blinkDataType_t type,
+                       blinkRedOp_t op);
 
 // buf[i] = buf[i] / divisor for floating types (the last step of avg); fp16/bf16 are
 // divided in float and rounded once. Throws blinkInvalidArgument for an integer or
