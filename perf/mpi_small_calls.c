@@ -2,8 +2,9 @@
  * job's controller makes (Horovod's: bit-vector MPI_Allreduce with MPI_BAND / MPI_BOR
  * on MPI_LONG_LONG_INT, MPI_Allgatherv of short response lists, MPI_Barrier). Each
  * call is timed as the slowest rank's average over ITERS calls after ITERS/10
- * warm-ups, and in the best of ten chunks of ITERS/10 calls. Run it natively and under LD_PRELOAD of libblink_mpi.so
- * (perf/run_small_calls.sh). Rank 0 prints CSV: call,bytes,time_us,best_us.
+ * warm-ups, and in the best of ten chunks of ITERS/10 calls. Run it natively and
+ * under LD_PRELOAD of libblink_mpi.so (perf/run_small_calls.sh). Rank 0 prints CSV:
+ * call,bytes,time_us,best_us.
  *
  * Usage: mpi_small_calls [-n ITERS] */
 #include <mpi.h>
@@ -18,22 +19,22 @@ static int g_iters = 20000;
  * MEAN: microseconds per call over all chunks; BEST: in the fastest chunk, which a
  * machine shared with other work disturbs least. */
 enum { CHUNKS = 10 };
-#define TIME_CALLS(BODY, MEAN, BEST)                                                  \
-  do {                                                                                \
-    for (int w_ = 0; w_ < g_iters / 10; ++w_) BODY;                                   \
-    const int per_ = g_iters / CHUNKS;                                                \
-    double sum_ = 0, best_ = 1e30;                                                    \
-    for (int c_ = 0; c_ < CHUNKS; ++c_) {                                             \
-      PMPI_Barrier(MPI_COMM_WORLD);                                                   \
-      double t0_ = MPI_Wtime();                                                       \
-      for (int i_ = 0; i_ < per_; ++i_) BODY;                                         \
-      double mine_ = MPI_Wtime() - t0_, slowest_ = 0;                                 \
-      PMPI_Allreduce(&mine_, &slowest_, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);      \
-      sum_ += slowest_;                                                               \
-      if (slowest_ < best_) best_ = slowest_;                                         \
-    }                                                                                 \
-    (MEAN) = sum_ * 1e6 / ((double)per_ * CHUNKS);                                    \
-    (BEST) = best_ * 1e6 / per_;                                                      \
+#define TIME_CALLS(BODY, MEAN, BEST)                                             \
+  do {                                                                           \
+    for (int w_ = 0; w_ < g_iters / 10; ++w_) BODY;                              \
+    const int per_ = g_iters / CHUNKS;                                           \
+    double sum_ = 0, best_ = 1e30;                                               \
+    for (int c_ = 0; c_ < CHUNKS; ++c_) {                                        \
+      PMPI_Barrier(MPI_COMM_WORLD);                                              \
+      double t0_ = MPI_Wtime();                                                  \
+      for (int i_ = 0; i_ < per_; ++i_) BODY;                                    \
+      double mine_ = MPI_Wtime() - t0_, slowest_ = 0;                            \
+      PMPI_Allreduce(&mine_, &slowest_, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); \
+      sum_ += slowest_;                                                          \
+      if (slowest_ < best_) best_ = slowest_;                                    \
+    }                                                                            \
+    (MEAN) = sum_ * 1e6 / ((double)per_ * CHUNKS);                               \
+    (BEST) = best_ * 1e6 / per_;                                                 \
   } while (0)
 
 int main(int argc, char** argv) {
