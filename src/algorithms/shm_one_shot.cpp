@@ -24,7 +24,8 @@ ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_
   transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
   transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
   slot_bytes_ = roundUp(sizeof(std::uint64_t) + capacity_, 64);
-  spin_rounds_ = spinRoundsFor(size_);
+  full_spin_rounds_ = spinRoundsFor(size_);
+  spin_rounds_ = full_spin_rounds_;
   peer_done_.assign(static_cast<std::size_t>(size_), 0);
   const std::size_t bytes =
       static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * slot_bytes_);
@@ -66,7 +67,7 @@ void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
       seen = blink::awaitCounter(
           control(r).done, needed, timeout_seconds_,
           [&](double seconds) { timedOut(r, "to finish reading the call before last", seconds); },
-          spin_rounds_);
+          &spin_rounds_, full_spin_rounds_);
     }
   }
   std::memcpy(slotData(rank_, call_), data, bytes);
@@ -76,7 +77,8 @@ void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
 const std::byte* ShmOneShot::await(int rank) {
   blink::awaitCounter(
       sequence(rank, call_), call_, timeout_seconds_,
-      [&](double seconds) { timedOut(rank, "to post its data", seconds); }, spin_rounds_);
+      [&](double seconds) { timedOut(rank, "to post its data", seconds); }, &spin_rounds_,
+      full_spin_rounds_);
   // Having posted this call, the peer has finished the one before.
   std::uint64_t& seen = peer_done_[static_cast<std::size_t>(rank)];
   if (seen < call_ - 1) seen = call_ - 1;

@@ -82,7 +82,8 @@ class ShmOneShot {
   std::size_t capacity_ = 0;
   std::size_t slot_bytes_ = 0;  // a sequence number and capacity_ bytes, whole lines
   double timeout_seconds_ = 300.0;
-  unsigned spin_rounds_ = 0;
+  unsigned full_spin_rounds_ = 0;         // spinRoundsFor(ranks of the node)
+  unsigned spin_rounds_ = 0;              // the next wait's, adapted (see awaitCounter)
   std::vector<std::uint64_t> peer_done_;  // the last `done` seen of each peer
   std::uint64_t call_ = 0;                // the call in progress (calls count from 1)
   const char* collective_ = "";

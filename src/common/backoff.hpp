@@ -32,6 +32,8 @@ class Backoff {
   // Nothing moved this round. Waits a little; false once the deadline has passed.
   bool idle();
   double secondsSinceProgress() const;
+  // Idle rounds since the last progress: past the spins, each one a yield or a nap.
+  unsigned idleRounds() const { return idle_rounds_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -45,16 +47,25 @@ class Backoff {
 // Waits with the Backoff policy until `counter`, a word in shared memory that a peer
 // raises with release stores, reaches `target` (acquire); after `timeout_seconds`
 // without that, calls `timed_out(seconds waited)`, which must throw.
-// Returns the counter's value.
+// Returns the counter's value. `spin_rounds` (if given) adapts to how the wait went:
+// one that lasted many yields waited for a peer that was not running (a machine busy
+// with other work), and the next wait yields almost at once, as Open MPI's
+// mpi_yield_when_idle does; one over within a few yields spins `full_spin` again.
 template <typename TimedOut>
 std::uint64_t awaitCounter(std::uint64_t& counter, std::uint64_t target, double timeout_seconds,
-                           TimedOut&& timed_out, unsigned spin_rounds = kSpinRounds) {
+                           TimedOut&& timed_out, unsigned* spin_rounds = nullptr,
+                           unsigned full_spin = kSpinRounds) {
   auto word = std::atomic_ref(counter);
   std::uint64_t seen = word.load(std::memory_order_acquire);
   if (seen >= target) return seen;
-  Backoff backoff(timeout_seconds, spin_rounds);
+  Backoff backoff(timeout_seconds, spin_rounds != nullptr ? *spin_rounds : kSpinRounds);
   while ((seen = word.load(std::memory_order_acquire)) < target) {
     if (!backoff.idle()) timed_out(backoff.secondsSinceProgress());
+  }
+  if (spin_rounds != nullptr) {
+    constexpr unsigned kManyYields = 8;
+    *spin_rounds =
+        backoff.idleRounds() > *spin_rounds + kManyYields ? kOversubscribedSpinRounds : full_spin;
   }
   return seen;
 }
