@@ -145,6 +145,7 @@ std::string accountingReport() {
       if (auto n = k.fallbacks[f].load())
         out << " fallback." << name(static_cast<Fallback>(f)) << "=" << n;
     }
+    if (auto n = k.refused_memory_type.load()) out << " refused.memory_type=" << n;
     out << "\n";
   }
   return out.str();

@@ -56,6 +56,9 @@ struct Counters {
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> bytes{0};
   std::array<std::atomic<std::uint64_t>, kNumFallbacks> fallbacks{};
+  // Calls on device buffers Blink cannot move that a non-CUDA-aware MPI cannot take
+  // either: failed with MPI_ERR_BUFFER (cuda_aware.hpp).
+  std::atomic<std::uint64_t> refused_memory_type{0};
 };
 
 struct GlueState {
@@ -63,6 +66,10 @@ struct GlueState {
   std::atomic<bool> enabled{false};
   std::array<std::uint64_t, kNumColls> min_bytes{};
   std::array<Counters, kNumColls> counters;
+  // Whether the MPI library takes device buffers, agreed by every rank in MPI_Init
+  // (cuda_aware.hpp), and why (for messages).
+  bool mpi_cuda_aware = false;
+  std::string mpi_cuda_aware_why;
 
   void handled(Coll c, std::uint64_t bytes) {
     counters[static_cast<std::size_t>(c)].calls.fetch_add(1, std::memory_order_relaxed);
@@ -71,6 +78,10 @@ struct GlueState {
   void fellBack(Coll c, Fallback why) {
     counters[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)].fetch_add(
         1, std::memory_order_relaxed);
+  }
+  void refused(Coll c) {
+    counters[static_cast<std::size_t>(c)].refused_memory_type.fetch_add(1,
+                                                                        std::memory_order_relaxed);
   }
 };
 
@@ -82,7 +93,8 @@ GlueState& state();
 void configure();
 
 // One line per collective: "blink-accounting allreduce handled=3 bytes=12288
-// fallback.below_threshold=1 ...", the format tests and scripts parse.
+// fallback.below_threshold=1 ... refused.memory_type=1", the format tests and scripts
+// parse.
 std::string accountingReport();
 
 }  // namespace blink::glue

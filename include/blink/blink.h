@@ -161,6 +161,20 @@ blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const si
  * shared-memory board). */
 blinkResult_t blinkBarrier(blinkComm_t comm);
 
+/* Memory of this process's Blink device (BLINK_DEVICE: a GPU, cudaMalloc; or the
+ * emulated device's shared memory), which the collectives move on the device data
+ * path. The device is the one the process's communicators use: made here if no
+ * communicator has made it yet, for the launcher's local rank
+ * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else 0).
+ * blinkInvalidUsage where the process has no device; zero-filled. */
+blinkResult_t blinkMemAlloc(void** ptr, size_t bytes);
+/* Frees memory from blinkMemAlloc (NULL: nothing). */
+blinkResult_t blinkMemFree(void* ptr);
+/* Copies `bytes` between host memory and memory of the Blink device, either way (or
+ * within either), and returns once done. The emulated device's memory, like a GPU's,
+ * cannot be read or written by the host directly. */
+blinkResult_t blinkMemcpy(void* dst, const void* src, size_t bytes);
+
 /* Size in bytes of one element of `datatype` (0 for an unknown type). */
 size_t blinkDataTypeSize(blinkDataType_t datatype);
 

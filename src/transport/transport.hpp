@@ -91,6 +91,9 @@ class Transport {
                              const std::vector<StreamKey>& recvs) = 0;
   virtual SendStream& sendStream(StreamKey key) = 0;
   virtual RecvStream& recvStream(StreamKey key) = 0;
+  // The rate shares of the channels of the plan about to run (by channel; empty:
+  // equal), for a transport that paces by them (see the top). Others ignore it.
+  virtual void paceByShares(const std::vector<double>& /*shares*/) {}
 };
 
 }  // namespace blink::transport

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/combine.hpp"
+#include "transport/cuda/channel_pacer.hpp"
 #include "transport/cuda/device.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/transport.hpp"
@@ -64,8 +65,15 @@ class DeviceTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
+  void paceByShares(const std::vector<double>& shares) override;
 
  private:
+  // Collective over node_comm_, at the first ensureStreams: which pairs of the
+  // node's GPUs reach each other peer to peer (both ways).
+  void learnPeerReach(int node_size);
+  bool reachable(int node_rank_a, int node_rank_b) const;
+  bool direct(int comm_peer) const;  // this rank's GPU and the peer's
+
   struct PeerMapping {
     ShmSegment control;
     void* slots = nullptr;  // the peer's allocation, opened here
@@ -79,6 +87,11 @@ class DeviceTransport final : public Transport {
   std::vector<ShmSegment> own_controls_;
   std::vector<void*> own_slots_;  // device allocations, one per generation
   std::vector<PeerMapping> peers_;
+  std::vector<char> peer_reach_;  // node_size x node_size: row r, what r's GPU reaches
+  int my_node_rank_ = 0;
+  int node_size_ = 0;
+  std::vector<void*> registered_;  // host slots pinned for this device
+  ChannelPacer pacer_;
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<DeviceRecvStream>> recvs_;
 };
