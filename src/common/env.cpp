@@ -167,6 +167,10 @@ const std::vector<Variable>& registry() {
        "peer to peer only when i / N == j / N (N GPUs per PCIe root complex, e.g. 4 on a "
        "two-socket PCIe machine; 1: no two GPUs); other pairs take the device transport's "
        "host-staged path. 0: every pair."},
+      {"BLINK_DEVICE_P2P", Kind::Choice, "AUTO|OFF", "AUTO",
+       "The device transport between the GPUs of a node: AUTO copies peer to peer (CUDA IPC) "
+       "between GPUs that reach each other (`cudaDeviceCanAccessPeer`, both ways; always on one "
+       "GPU) and stages the other pairs through pinned host memory; OFF stages every pair."},
       {"BLINK_DEVICE_SLOT_BYTES", Kind::Integer, "64..1073741824", "1048576",
        "The device transport's chunk: each stream between two GPUs of a node has 4 slots of "
        "this many bytes (a multiple of 64) in the receiver's memory, so up to 4 chunks are "

@@ -222,6 +222,7 @@ Communicator::Communicator(MPI_Comm comm) {
       // A multiple of 64, so of every element size; senders take the receiver's.
       options.slot_bytes =
           static_cast<std::size_t>(env::getInt("BLINK_DEVICE_SLOT_BYTES")) / 64 * 64;
+      options.peer_to_peer = env::getChoice("BLINK_DEVICE_P2P") != "OFF";
       device_transport_ = std::make_unique<transport::DeviceTransport>(
           *device_, node_comm_, set_up.node_rank_of, layout_.rank, options);
       device_path_ = true;  // its stream comes with the first call on device buffers

@@ -87,4 +87,16 @@ run other.refused all BLINK_DEVICE=EMULATED BLINK_MPI_CUDA_AWARE=0
 expect other.refused 1 0 2
 grep -q "not memory of its Blink device.*BLINK_MPI_CUDA_AWARE=0" "$work/other.refused.err" ||
   fail "other.refused: the error does not say why"
+# Memory of the ranks' Blink devices where the communicator has no device path (the
+# ranks as two nodes: no device transport between nodes): refused.
+# (-x applies to the first app context only: the environment goes through env.)
+span_env=(LD_PRELOAD="$preload" LD_LIBRARY_PATH="$fake_dir" BLINK_DEBUG=INFO BLINK_TIMEOUT_S=30
+          BLINK_DEVICE=EMULATED BLINK_MPI_CUDA_AWARE=0)
+"$mpiexec" "${flags[@]}" -np 1 env "${span_env[@]}" BLINK_NODE_ID=d18-node-a "$prog" blink : \
+  -np $((np - 1)) env "${span_env[@]}" BLINK_NODE_ID=d18-node-b "$prog" blink \
+  > "$work/span.out" 2> "$work/span.err" || fail "span: the program failed (exit $?)"
+grep -q "^0 wrong$" "$work/span.out" || fail "span: wrong results"
+expect span 1 0 2
+grep -q "refused: device buffers, but this communicator has no GPU data path" "$work/span.err" ||
+  fail "span: the error does not say why"
 echo "interposer_memory_types: OK ($np ranks)"

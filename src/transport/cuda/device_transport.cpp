@@ -439,7 +439,10 @@ void DeviceTransport::learnPeerReach(int node_size) {
   std::vector<char> row(static_cast<std::size_t>(node_size));
   for (int r = 0; r < node_size; ++r) {
     row[static_cast<std::size_t>(r)] =
-        device_.canAccessPeer(&ids[static_cast<std::size_t>(r) * kPeerIdBytes]) ? 1 : 0;
+        options_.peer_to_peer &&
+                device_.canAccessPeer(&ids[static_cast<std::size_t>(r) * kPeerIdBytes])
+            ? 1
+            : 0;
   }
   peer_reach_.assign(static_cast<std::size_t>(node_size) * static_cast<std::size_t>(node_size), 0);
   allgatherWithin(row.data(), node_size, MPI_CHAR, peer_reach_.data(), node_comm_,

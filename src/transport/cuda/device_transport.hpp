@@ -48,6 +48,9 @@ struct DeviceTransportOptions {
   std::size_t slot_bytes = 1024 * 1024;  // a multiple of 64 (so of every element size)
   std::size_t slots = 4;
   double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
+  // False: every pair is staged through pinned host memory, as if no GPU reached
+  // another (BLINK_DEVICE_P2P=OFF: the staged path checked on any machine).
+  bool peer_to_peer = true;
 };
 
 class DeviceTransport final : public Transport {
