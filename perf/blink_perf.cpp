@@ -1205,18 +1205,17 @@ int benchmark(const Options& o) {
     if (blink_wrong > 0) exit_code = blink::cli::kFailure;
     if (rank == 0 && !o.csv) {
       const double avg_blink = busbw_n[0] ? busbw_sum[0] / busbw_n[0] : 0;
-      std::printf("# Out of bounds values : %s\n",
-                  !o.check
-                      ? "N/A (no check)"
-                      : (std::to_string(blink_wrong) + (blink_wrong ? " FAILED" : " OK")).c_str());
+      // "N/A (no check)", "0 OK" or the count and what it means.
+      auto outOfBounds = [&o](long long wrong, const char* meaning) {
+        return !o.check ? std::string("N/A (no check)")
+                        : std::to_string(wrong) + (wrong ? meaning : " OK");
+      };
+      std::printf("# Out of bounds values : %s\n", outOfBounds(blink_wrong, " FAILED").c_str());
       std::printf("# Avg bus bandwidth    : %.4f\n", avg_blink);
       if (run_mpi) {
         const double avg_mpi = busbw_n[1] ? busbw_sum[1] / busbw_n[1] : 0;
         std::printf("#\n# mpi: Out of bounds values : %s\n",
-                    !o.check ? "N/A (no check)"
-                             : (std::to_string(mpi_wrong) +
-                                (mpi_wrong ? " (the MPI library's results; see --help)" : " OK"))
-                                   .c_str());
+                    outOfBounds(mpi_wrong, " (the MPI library's results; see --help)").c_str());
         std::printf("# mpi: Avg bus bandwidth    : %.4f\n", avg_mpi);
         if (ratio_n > 0) {
           std::printf(
@@ -1229,9 +1228,7 @@ int benchmark(const Options& o) {
       if (run_nccl) {
         const double avg_nccl = busbw_n[2] ? busbw_sum[2] / busbw_n[2] : 0;
         std::printf("#\n# nccl: Out of bounds values : %s\n",
-                    !o.check
-                        ? "N/A (no check)"
-                        : (std::to_string(nccl_wrong) + (nccl_wrong ? " FAILED" : " OK")).c_str());
+                    outOfBounds(nccl_wrong, " (NCCL's results)").c_str());
         std::printf("# nccl: Avg bus bandwidth    : %.4f\n", avg_nccl);
         if (avg_nccl > 0) {
           std::printf("# Ratio blink/nccl busbw: %s of the averages\n",

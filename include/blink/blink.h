@@ -111,10 +111,12 @@ blinkResult_t blinkCommExplain(blinkComm_t comm, char* text, size_t capacity, si
 
 /* ---- Collectives ------------------------------------------------------------
  *
- * Host buffers: pageable, or registered with CUDA (pinned). Where a rank has a CUDA
- * driver, every call first checks with its peers that all buffers are host memory:
- * a CUDA device or managed buffer on any rank makes the call return
- * blinkInvalidUsage on every rank, naming that rank, before any data moves, and the
+ * Buffers: host memory (pageable, or registered with CUDA), or all memory of the
+ * ranks' Blink devices (blinkMemAlloc) where the communicator has a GPU data path
+ * (every rank a device of one kind, one node). Where a rank has a CUDA driver or a
+ * device, every call first checks with its peers what all buffers are: any other
+ * device or managed buffer, or host and device buffers mixed, make the call return
+ * blinkInvalidUsage on every rank, naming the rank, before any data moves, and the
  * communicator stays usable. Counts are elements. Every rank passes the same count, datatype,
  * op and root. In-place, as in NCCL: AllReduce/Broadcast/Reduce with
  * sendbuff == recvbuff; AllGather with sendbuff == recvbuff + rank * count;

@@ -14,9 +14,21 @@
 // Up to `slots` chunks are in flight per stream in each direction; nothing waits
 // for the whole device, and the executor polls events without blocking.
 //
-// Not done here: pacing of channels by their rate shares (transport.hpp), and a
-// host-staged path for GPUs that cannot reach each other peer to peer (CUDA IPC
-// then fails at set-up and the collective fails with the CUDA message).
+// Host-staged pairs. At the first set-up the node's ranks agree which pairs of their
+// GPUs reach each other peer to peer (Device::canAccessPeer, both ways; none with
+// peer_to_peer off). For the others the sender never opens the receiver's memory
+// (CUDA IPC cannot map it): the FIFO's slots lie in the receiver's control segment,
+// pinned in both processes (Device::registerHost); the sender copies device -> host
+// slot, the receiver host slot -> its own device slot and then reduces from there,
+// both on their FIFO's stream, so the same events order the same pipeline.
+//
+// Pacing. Before each plan runs, the plan's channel shares are handed in
+// (paceByShares); send streams ask the ChannelPacer before queuing each chunk, so
+// that among the channels to one peer the busy ones queue bytes in proportion to
+// their shares (channel_pacer.hpp says why it never deadlocks). What the copy engines
+// then make of the queued order is the hardware's (unverified on a GPU).
+//
+// Not done here: streams between nodes (device buffers across nodes have no path).
 #pragma once
 
 #include <mpi.h>
