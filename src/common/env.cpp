@@ -162,6 +162,9 @@ const std::vector<Variable>& registry() {
       {"BLINK_DEVICE_EMULATION_DELAY_US", Kind::Integer, "0..100000", "0",
        "BLINK_DEVICE=EMULATED only: delay every stream operation by a random time of up to "
        "this many microseconds, so that work ordered only by luck goes wrong in tests."},
+      {"BLINK_DEVICE_EMULATION_FAIL_IPC", Kind::Choice, "0|1", "0",
+       "BLINK_DEVICE=EMULATED only, for tests: 1 makes opening a peer's device memory fail, "
+       "as a CUDA IPC error would, so that the device path fails to set up."},
       {"BLINK_DEVICE_EMULATION_PEER_GROUP", Kind::Integer, "0..1024", "0",
        "BLINK_DEVICE=EMULATED only: the emulated GPU of local rank i reaches that of rank j "
        "peer to peer only when i / N == j / N (N GPUs per PCIe root complex, e.g. 4 on a "

@@ -11,6 +11,8 @@
 #   - otherwise (AUTO: MPIX_Query_cuda_support() says 0 here) every rank fails them
 #     with MPI_ERR_BUFFER, counted as refused.memory_type, with a message naming the
 #     rank, the buffer and why MPI cannot take it either.
+#   - a CUDA error while the device path sets up (injected on the emulated device)
+#     takes the same rule, on every rank, for that call and the later ones.
 # A later call on host buffers is Blink's in every run.
 # Usage: interposer_memory_types.sh LIBBLINK_MPI PROGRAM FAKE_CUDA_DIR NP MPIEXEC [FLAGS...]
 set -euo pipefail
@@ -79,6 +81,13 @@ grep -q "allreduce of 262144 bytes goes to MPI: rank 1 passed CUDA device memory
   "$work/one.aware.err" || fail "one.aware: the fallback does not name rank 1 and its buffer"
 grep -q "MPI_allreduce of 262144 bytes refused: rank 1 passed CUDA device memory (sendbuff).*the MPI library is not CUDA-aware (MPIX_Query_cuda_support() = 0)" \
   "$work/one.refused.err" || fail "one.refused: the error does not name rank 1, its buffer and why"
+
+# A CUDA error while the device path sets up (IPC, injected): every rank refuses the
+# call, and later calls on device buffers, with the reason; host calls stay Blink's.
+run ipcfail blink BLINK_DEVICE=EMULATED BLINK_DEVICE_EMULATION_FAIL_IPC=1 BLINK_MPI_CUDA_AWARE=0
+expect ipcfail 1 0 2
+grep -q "refused: the device data path failed to set up: .*opening a peer's memory failed" \
+  "$work/ipcfail.err" || fail "ipcfail: the error does not say why"
 
 # Memory of another device than the ranks' Blink devices: no path, MPI's or refused.
 run other.aware all BLINK_DEVICE=EMULATED BLINK_MPI_CUDA_AWARE=1

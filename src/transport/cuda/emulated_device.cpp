@@ -125,6 +125,7 @@ class EmulatedDevice final : public Device {
       : max_delay_us_(options.max_delay_us),
         gpu_(options.gpu),
         peer_group_(options.peer_group),
+        fail_ipc_(options.fail_ipc),
         kernels_(kernels) {
     streams_.resize(kMaxStreams);
     events_.resize(kMaxEvents);
@@ -279,6 +280,11 @@ class EmulatedDevice final : public Device {
     EmulatedHandle h{};
     std::memcpy(&h, handle.bytes.data(), sizeof h);
     h.name[sizeof h.name - 1] = '\0';
+    if (fail_ipc_) {
+      throw Error(blinkSystemError,
+                  "emulated device: opening a peer's memory failed "
+                  "(BLINK_DEVICE_EMULATION_FAIL_IPC=1)");
+    }
     if (!reaches(h.gpu)) {
       throw Error(blinkSystemError,
                   "emulated device: GPU " + std::to_string(gpu_) + " has no peer access to GPU " +
@@ -360,6 +366,7 @@ class EmulatedDevice final : public Device {
   int max_delay_us_;
   int gpu_;
   int peer_group_;
+  bool fail_ipc_;
   HostKernels kernels_;
   mutable std::shared_mutex memory_mutex_;
   Segments own_;     // allocations (named: a peer may open them until released)

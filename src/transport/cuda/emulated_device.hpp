@@ -29,6 +29,8 @@ struct EmulationOptions {
   // peer_group (e.g. 4: a PCIe machine whose two sockets' GPUs cannot); 0: all
   // pairs. Opening the memory of a GPU out of reach fails, as CUDA IPC does.
   int peer_group = 0;
+  // Every openMemory fails, as a CUDA IPC error would (tests of the fallback).
+  bool fail_ipc = false;
 };
 
 std::unique_ptr<Device> makeEmulatedDevice(EmulationOptions options, HostKernels kernels);
