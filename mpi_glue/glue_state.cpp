@@ -166,12 +166,13 @@ std::string accountingReport() {
   std::lock_guard lock(counters_mutex);
   std::ostringstream out;
   for (std::size_t c = 0; c < kNumColls; ++c) {
-    std::uint64_t calls = 0, bytes = 0;
+    std::uint64_t calls = 0, bytes = 0, refused = 0;
     std::array<std::uint64_t, kNumFallbacks> fallbacks{};
     for (const ThreadCounters* thread : allThreadCounters()) {
       const Counters& k = (*thread)[c];
       calls += k.calls.load(std::memory_order_relaxed);
       bytes += k.bytes.load(std::memory_order_relaxed);
+      refused += k.refused_memory_type.load(std::memory_order_relaxed);
       for (std::size_t f = 0; f < kNumFallbacks; ++f) {
         fallbacks[f] += k.fallbacks[f].load(std::memory_order_relaxed);
       }
@@ -182,6 +183,7 @@ std::string accountingReport() {
       if (fallbacks[f] != 0)
         out << " fallback." << name(static_cast<Fallback>(f)) << "=" << fallbacks[f];
     }
+    if (refused != 0) out << " refused.memory_type=" << refused;
     out << "\n";
   }
   return out.str();

@@ -59,6 +59,9 @@ struct Counters {
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> bytes{0};
   std::array<std::atomic<std::uint64_t>, kNumFallbacks> fallbacks{};
+  // Calls on device buffers Blink cannot move that a non-CUDA-aware MPI cannot take
+  // either: failed with MPI_ERR_BUFFER (cuda_aware.hpp).
+  std::atomic<std::uint64_t> refused_memory_type{0};
 };
 using ThreadCounters = std::array<Counters, kNumColls>;
 // This thread's counters, made and registered on its first call.
@@ -68,6 +71,10 @@ struct GlueState {
   // True once MPI_Init found every rank's settings valid, equal and enabled.
   std::atomic<bool> enabled{false};
   std::array<std::uint64_t, kNumColls> min_bytes{};
+  // Whether the MPI library takes device buffers, agreed by every rank in MPI_Init
+  // (cuda_aware.hpp), and why (for messages).
+  bool mpi_cuda_aware = false;
+  std::string mpi_cuda_aware_why;
 
   void handled(Coll c, std::uint64_t bytes) {
     Counters& k = threadCounters()[static_cast<std::size_t>(c)];
@@ -77,6 +84,7 @@ struct GlueState {
   void fellBack(Coll c, Fallback why) {
     add(threadCounters()[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)], 1);
   }
+  void refused(Coll c) { add(threadCounters()[static_cast<std::size_t>(c)].refused_memory_type, 1); }
 
  private:
   static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) {
@@ -92,7 +100,8 @@ GlueState& state();
 void configure();
 
 // One line per collective: "blink-accounting allreduce handled=3 bytes=12288
-// fallback.below_threshold=1 ...", the format tests and scripts parse.
+// fallback.below_threshold=1 ... refused.memory_type=1", the format tests and scripts
+// parse.
 std::string accountingReport();
 
 }  // namespace blink::glue

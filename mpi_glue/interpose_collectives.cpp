@@ -6,7 +6,9 @@
 // Layouts with gaps are staged through a scratch buffer (staging.hpp).
 // Once Blink has taken a call, a failure goes to the communicator's MPI error
 // handler (as an MPI error would), except a failure every rank met together
-// before any data moved, which hands the call to the MPI library instead.
+// before any data moved, which hands the call to the MPI library instead; device
+// buffers Blink cannot move go to the library only where it is CUDA-aware, else
+// MPI_ERR_BUFFER (cuda_aware.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -56,6 +58,17 @@ std::optional<int> runOnBlink(Coll c, MPI_Comm comm, std::uint64_t bytes, Body&&
     state().handled(c, bytes);
     return MPI_SUCCESS;
   } catch (const CallFailed& e) {
+    if (e.kind() == blinkFailedMemoryType && !state().mpi_cuda_aware) {
+      // Every rank alike (both the refusal and the MPI library's awareness are agreed).
+      log::write(log::Level::Warn, std::string("MPI_") + name(c) + " of " + std::to_string(bytes) +
+                                       " bytes refused: " + e.what() +
+                                       "; and the MPI library is not CUDA-aware (" +
+                                       state().mpi_cuda_aware_why + "), so it cannot take it");
+      state().refused(c);
+      MPI_Comm report = comm;
+      PMPI_Comm_call_errhandler(report, MPI_ERR_BUFFER);
+      return MPI_ERR_BUFFER;
+    }
     if (e.kind() != blinkFailedMidCall) {  // every rank alike, before any data moved
       GLUE_LOG(Info, name(c) << " of " << bytes << " bytes goes to MPI: " << e.what());
       state().fellBack(

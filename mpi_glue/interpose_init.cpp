@@ -9,6 +9,7 @@
 #include <string>
 
 #include "comm_cache.hpp"
+#include "cuda_aware.hpp"
 #include "glue_state.hpp"
 #include "glue_support.hpp"
 
@@ -19,23 +20,32 @@ namespace {
 // value would wait in MPI while the others wait in Blink. So the ranks agree once,
 // with one PMPI allreduce over MPI_COMM_WORLD (the maximum of each value and of its
 // complement, i.e. its maximum and minimum), and any difference disables Blink on
-// every rank.
-void agreeAcrossRanks(int rank) {
+// every rank. The same reduction agrees whether the MPI library is CUDA-aware: only
+// where every rank's is (a difference does not disable Blink).
+void agreeAcrossRanks(int rank, const blink::glue::CudaAwareness& cuda) {
   auto& s = blink::glue::state();
-  constexpr std::size_t kValues = 1 + blink::glue::kNumColls;
+  constexpr std::size_t kSettings = 1 + blink::glue::kNumColls;
+  constexpr std::size_t kValues = kSettings + 1;  // + CUDA-aware
   std::array<std::uint64_t, 2 * kValues> mine{}, all{};
   mine[0] = s.enabled ? 1 : 0;
   for (std::size_t c = 0; c < blink::glue::kNumColls; ++c) mine[1 + c] = s.min_bytes[c];
+  mine[kSettings] = cuda.aware ? 1 : 0;
   for (std::size_t i = 0; i < kValues; ++i) mine[kValues + i] = ~mine[i];
   std::string differs;
+  s.mpi_cuda_aware = false;
+  s.mpi_cuda_aware_why = cuda.why;
   if (PMPI_Allreduce(mine.data(), all.data(), static_cast<int>(all.size()), MPI_UINT64_T, MPI_MAX,
                      MPI_COMM_WORLD) != MPI_SUCCESS) {
     differs = "their settings (MPI_Allreduce failed)";
-  } else if (all[0] != ~all[kValues]) {
-    differs = "BLINK_MPI_DISABLE (or some rank has an invalid BLINK_* setting)";
   } else {
-    for (std::size_t i = 1; i < kValues && all[0] == 1; ++i) {
-      if (all[i] != ~all[kValues + i]) differs = "BLINK_MPI_MIN_BYTES";
+    s.mpi_cuda_aware = ~all[kValues + kSettings] == 1;  // the minimum
+    if (cuda.aware && !s.mpi_cuda_aware) s.mpi_cuda_aware_why = "another rank's MPI is not";
+    if (all[0] != ~all[kValues]) {
+      differs = "BLINK_MPI_DISABLE (or some rank has an invalid BLINK_* setting)";
+    } else {
+      for (std::size_t i = 1; i < kSettings && all[0] == 1; ++i) {
+        if (all[i] != ~all[kValues + i]) differs = "BLINK_MPI_MIN_BYTES";
+      }
     }
   }
   if (differs.empty()) return;
@@ -61,7 +71,7 @@ void afterInit() {
                             std::string(e.what()) + "; Blink is disabled for this job");
     blink::glue::state().enabled = false;
   }
-  agreeAcrossRanks(rank);
+  agreeAcrossRanks(rank, blink::glue::queryCudaAwareness());
   if (rank == 0) {
     const auto& s = blink::glue::state();
     std::string thresholds;
@@ -74,7 +84,9 @@ void afterInit() {
                        << " interposing MPI_Allreduce, MPI_Bcast, MPI_Reduce, MPI_Allgather, "
                           "MPI_Reduce_scatter_block ("
                        << (s.enabled ? "enabled" : "disabled: every call goes to PMPI")
-                       << "; minimum bytes " << thresholds << ")");
+                       << "; minimum bytes " << thresholds << "; the MPI library is "
+                       << (s.mpi_cuda_aware ? "" : "not ") << "CUDA-aware: " << s.mpi_cuda_aware_why
+                       << ")");
   }
 }
 

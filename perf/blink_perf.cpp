@@ -3,7 +3,8 @@
 // place and in place, timed as nccl-tests does (barrier, n iterations, the slowest
 // rank's average), with time, algbw, busbw and #wrong per measurement; with
 // --baseline mpi the same sweep also runs through PMPI_* in the same job, on the same
-// buffers, interleaved size by size, for side-by-side ratios. --format csv is a stable
+// buffers, interleaved size by size, for side-by-side ratios; with -m device and
+// --baseline nccl, through NCCL (nccl_baseline.hpp). --format csv is a stable
 // interface for scripts (see kHelp).
 #include <mpi.h>
 #include <time.h>
@@ -19,11 +20,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "blink/blink.h"
+#include "nccl_baseline.hpp"
 #include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "tools/cli.hpp"
@@ -65,7 +68,12 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
                            (default allreduce)
   -r, --root R             root rank of broadcast and reduce (default 0)
       --inplace 0|1|both   out of place only, in place only, or both (default both)
-      --baseline none|mpi  also run the sweep through PMPI_* (default none)
+      --baseline none|mpi|nccl  also run the sweep through PMPI_*, or (with -m
+                           device) through NCCL, one communicator per rank (default
+                           none); where libnccl.so.2 cannot be loaded, or the device is
+                           emulated, it prints "nccl baseline: skipped" and the reason,
+                           and runs Blink's sweep alone
+      --nccl-library PATH  the NCCL library to dlopen (default libnccl.so.2)
   -m, --memory host|device  the buffers: host memory (default), or memory of Blink's
                            device (BLINK_DEVICE: a GPU, or EMULATED without one); with
                            device buffers the MPI baseline is skipped (it would need a
@@ -232,6 +240,8 @@ struct Options {
   bool out_of_place = true;
   bool in_place = true;
   bool baseline_mpi = false;
+  bool baseline_nccl = false;
+  std::string nccl_library = "libnccl.so.2";
   bool device_memory = false;
   bool csv = false;
   bool help = false;
@@ -255,7 +265,7 @@ const OptionSpec kOptionSpecs[] = {
     {'o', "op", true},       {'d', "datatype", true},     {'r', "root", true},
     {0, "collective", true}, {0, "inplace", true},        {0, "baseline", true},
     {0, "format", true},     {'h', "help", false},        {'m', "memory", true},
-    {0, "version", false}};
+    {0, "version", false},   {0, "nccl-library", true}};
 
 const OptionSpec* findLong(const std::string& name) {
   for (const OptionSpec& s : kOptionSpecs) {
@@ -411,7 +421,12 @@ Options parseOptions(int argc, char** argv) {
     o.in_place = mode != 0;
   }
   if (auto* s = get("baseline")) {
-    o.baseline_mpi = parseChoice<bool>("baseline", *s, {{"none", false}, {"mpi", true}});
+    const int b = parseChoice<int>("baseline", *s, {{"none", 0}, {"mpi", 1}, {"nccl", 2}});
+    o.baseline_mpi = b == 1;
+    o.baseline_nccl = b == 2;
+  }
+  if (auto* s = get("nccl-library")) {
+    o.nccl_library = *s;
   }
   if (auto* s = get("memory")) {
     o.device_memory = parseChoice<bool>("memory", *s, {{"host", false}, {"device", true}});
@@ -555,10 +570,14 @@ long long countWrong(const std::byte* got, std::size_t count, std::size_t first,
 
 // ---- The benchmark ------------------------------------------------------------------
 
-enum class Impl { Blink, Mpi };
+enum class Impl { Blink, Mpi, Nccl };
+constexpr int kImpls = 3;
 
 const char* implName(Impl i) {
-  return i == Impl::Blink ? "blink" : "mpi";
+  return i == Impl::Blink ? "blink" : i == Impl::Mpi ? "mpi" : "nccl";
+}
+int implIndex(Impl i) {
+  return static_cast<int>(i);
 }
 
 struct Measurement {
@@ -615,8 +634,13 @@ class Bench {
       drecv_ = static_cast<std::byte*>(device_->allocate(alloc));
       upload();
     }
+    if (o_.baseline_nccl && device_ != nullptr) {
+      nccl_ = std::make_unique<blink::perf::NcclBaseline>(o_.nccl_library, device_->emulated(),
+                                                          o_.type, o_.op, reduces(o_.coll));
+    }
   }
   ~Bench() {
+    nccl_.reset();
     if (device_ != nullptr) {
       device_->release(dsend_);
       device_->release(drecv_);
@@ -641,6 +665,12 @@ class Bench {
       return "MPI has no avg op: the MPI baseline is skipped";
     }
     return "";
+  }
+
+  // Why NCCL cannot run this benchmark ("" if it can).
+  std::string ncclSkipReason() const {
+    if (device_ == nullptr) return "host buffers (NCCL moves device memory: -m device)";
+    return nccl_->skipReason();
   }
 
   // Rank 0 copies the largest size between the two buffers; the others sleep.
@@ -738,6 +768,30 @@ class Bench {
               blinkReduceScatter(in_place ? r : s, in_place ? mine : r, count, t, o_.op, comm_));
           break;
       }
+      return;
+    }
+    if (impl == Impl::Nccl) {
+      using blink::perf::NcclCollective;
+      switch (o_.coll) {
+        case Coll::AllReduce:
+          nccl_->run(NcclCollective::AllReduce, in_place ? r : s, r, count, 0);
+          break;
+        case Coll::Broadcast:
+          nccl_->run(NcclCollective::Broadcast, in_place ? r : s, r, count, o_.root);
+          break;
+        case Coll::Reduce:
+          nccl_->run(NcclCollective::Reduce, in_place ? r : s, r, count, o_.root);
+          break;
+        case Coll::AllGather:
+          nccl_->run(NcclCollective::AllGather, in_place ? mine : s, r, count, 0);
+          break;
+        case Coll::ReduceScatter:
+          nccl_->run(NcclCollective::ReduceScatter, in_place ? r : s, in_place ? mine : r, count,
+                     0);
+          break;
+      }
+      // NCCL's call returns once queued; Blink's once done: wait, as the caller would.
+      device_->synchronizeCaller();
       return;
     }
     const int c = static_cast<int>(count);
@@ -847,7 +901,7 @@ class Bench {
       }
       case Coll::ReduceScatter: {
         // Blink (as NCCL) leaves the in-place result in the rank's own block; MPI at the start.
-        const std::byte* got = in_place && impl == Impl::Blink ? recv_ + rank * block : recv_;
+        const std::byte* got = in_place && impl != Impl::Mpi ? recv_ + rank * block : recv_;
         return countWrong(got, count, rank * count, expectedPeriod(n_, o_.op, o_.type), es_);
       }
     }
@@ -869,6 +923,7 @@ class Bench {
   std::size_t alloc_ = 0;
   std::byte* dsend_ = nullptr;
   std::byte* drecv_ = nullptr;
+  std::unique_ptr<blink::perf::NcclBaseline> nccl_;  // --baseline nccl with -m device
 };
 
 // The sweep's sizes, rounded down to whole elements (x ranks for allgather/reducescatter).
@@ -934,7 +989,7 @@ bool ratioOf(const Measurement& blink, const Measurement& mpi, double* ratio) {
 
 struct Row {
   std::size_t bytes = 0;
-  Measurement m[2][2];  // [impl][in_place]
+  Measurement m[kImpls][2];  // [impl][in_place]
 };
 
 void printCsvRow(const char* impl, const std::string& coll, std::size_t bytes,
@@ -1012,6 +1067,12 @@ int benchmark(const Options& o) {
     Bench bench(o, rank, n, comm, sizes.back());
     const std::string mpi_skip = o.baseline_mpi ? bench.mpiSkipReason() : "";
     const bool run_mpi = o.baseline_mpi && mpi_skip.empty();
+    const std::string nccl_skip = o.baseline_nccl ? bench.ncclSkipReason() : "";
+    const bool run_nccl = o.baseline_nccl && nccl_skip.empty();
+    if (rank == 0 && o.csv && !nccl_skip.empty()) {
+      // On stderr, so that the CSV stays rows only.
+      std::fprintf(stderr, "nccl baseline: skipped (%s)\n", nccl_skip.c_str());
+    }
     const Measurement memcpy_m = bench.memcpyBandwidth();
 
     std::vector<bool> modes;  // in_place values to run
@@ -1019,6 +1080,7 @@ int benchmark(const Options& o) {
     if (o.in_place) modes.push_back(true);
     std::vector<Impl> impls = {Impl::Blink};
     if (run_mpi) impls.push_back(Impl::Mpi);
+    if (run_nccl) impls.push_back(Impl::Nccl);
 
     if (rank == 0 && o.csv) {
       if (o.csv_header) {
@@ -1035,7 +1097,7 @@ int benchmark(const Options& o) {
           coll.c_str(), dtype.c_str(), op.c_str(), root, sizes.front(), sizes.back(), o.step_factor,
           o.iters, o.warmup, o.check ? 1 : 0,
           o.out_of_place && o.in_place ? "both" : (o.in_place ? "1" : "0"),
-          o.baseline_mpi ? "mpi" : "none");
+          o.baseline_mpi ? "mpi" : (o.baseline_nccl ? "nccl" : "none"));
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
       std::printf("# %d rank(s) on %zu node(s), %s buffers\n", n, distinct.size(),
                   bench.memoryName());
@@ -1048,6 +1110,7 @@ int benchmark(const Options& o) {
           "warm-ups)\n",
           memcpy_m.algbw, sizes.back(), fmtTime(memcpy_m.time_us).c_str(), o.iters, o.warmup);
       if (!mpi_skip.empty()) std::printf("# Note: %s\n", mpi_skip.c_str());
+      if (!nccl_skip.empty()) std::printf("# nccl baseline: skipped (%s)\n", nccl_skip.c_str());
       if (run_mpi && (o.type == blinkFloat16 || o.type == blinkBfloat16)) {
         std::printf("# Note: the MPI baseline moves %s as MPI_UINT16_T\n", dtype.c_str());
       }
@@ -1062,7 +1125,7 @@ int benchmark(const Options& o) {
       for (Impl impl : impls) {
         for (bool ip : modes) {
           std::string title = ip ? "in-place" : "out-of-place";
-          if (o.baseline_mpi) title = std::string(implName(impl)) + " " + title;
+          if (o.baseline_mpi || o.baseline_nccl) title = std::string(implName(impl)) + " " + title;
           titles += center(title, kGroupWidth);
           names += "  " + padLeft("time", 9) + "  " + padLeft("algbw", 7) + "  " +
                    padLeft("busbw", 7) + "  " + padLeft("#wrong", 6);
@@ -1085,9 +1148,9 @@ int benchmark(const Options& o) {
       std::fflush(stdout);
     }
 
-    long long blink_wrong = 0, mpi_wrong = 0;
-    double busbw_sum[2] = {0, 0};
-    int busbw_n[2] = {0, 0};
+    long long blink_wrong = 0, mpi_wrong = 0, nccl_wrong = 0;
+    double busbw_sum[kImpls] = {0, 0, 0};
+    int busbw_n[kImpls] = {0, 0, 0};
     double log_ratio_sum = 0;
     int ratio_n = 0;
     double ratio_min = 0, ratio_max = 0;
@@ -1097,11 +1160,15 @@ int benchmark(const Options& o) {
       for (Impl impl : impls) {
         for (bool ip : modes) {
           Measurement m = bench.measure(impl, ip, bytes);
-          const int i = impl == Impl::Blink ? 0 : 1;
+          const int i = implIndex(impl);
           row.m[i][ip ? 1 : 0] = m;
           busbw_sum[i] += m.busbw;
           ++busbw_n[i];
-          if (m.wrong > 0) (impl == Impl::Blink ? blink_wrong : mpi_wrong) += m.wrong;
+          if (m.wrong > 0) {
+            (impl == Impl::Blink ? blink_wrong
+             : impl == Impl::Mpi ? mpi_wrong
+                                 : nccl_wrong) += m.wrong;
+          }
           if (rank == 0 && o.csv)
             printCsvRow(implName(impl), coll, bytes, dtype, op, ip ? 1 : 0, m);
         }
@@ -1120,7 +1187,7 @@ int benchmark(const Options& o) {
                            padLeft(std::to_string(bytes / es), 12) + "  " + padLeft(dtype, 8) +
                            "  " + padLeft(op, 6) + "  " + padLeft(std::to_string(root), 6);
         for (Impl impl : impls) {
-          for (bool ip : modes) line += group(row.m[impl == Impl::Blink ? 0 : 1][ip ? 1 : 0]);
+          for (bool ip : modes) line += group(row.m[implIndex(impl)][ip ? 1 : 0]);
         }
         if (run_mpi) {
           for (bool ip : modes) {
@@ -1138,18 +1205,17 @@ int benchmark(const Options& o) {
     if (blink_wrong > 0) exit_code = blink::cli::kFailure;
     if (rank == 0 && !o.csv) {
       const double avg_blink = busbw_n[0] ? busbw_sum[0] / busbw_n[0] : 0;
-      std::printf("# Out of bounds values : %s\n",
-                  !o.check
-                      ? "N/A (no check)"
-                      : (std::to_string(blink_wrong) + (blink_wrong ? " FAILED" : " OK")).c_str());
+      // "N/A (no check)", "0 OK" or the count and what it means.
+      auto outOfBounds = [&o](long long wrong, const char* meaning) {
+        return !o.check ? std::string("N/A (no check)")
+                        : std::to_string(wrong) + (wrong ? meaning : " OK");
+      };
+      std::printf("# Out of bounds values : %s\n", outOfBounds(blink_wrong, " FAILED").c_str());
       std::printf("# Avg bus bandwidth    : %.4f\n", avg_blink);
       if (run_mpi) {
         const double avg_mpi = busbw_n[1] ? busbw_sum[1] / busbw_n[1] : 0;
         std::printf("#\n# mpi: Out of bounds values : %s\n",
-                    !o.check ? "N/A (no check)"
-                             : (std::to_string(mpi_wrong) +
-                                (mpi_wrong ? " (the MPI library's results; see --help)" : " OK"))
-                                   .c_str());
+                    outOfBounds(mpi_wrong, " (the MPI library's results; see --help)").c_str());
         std::printf("# mpi: Avg bus bandwidth    : %.4f\n", avg_mpi);
         if (ratio_n > 0) {
           std::printf(
@@ -1157,6 +1223,16 @@ int benchmark(const Options& o) {
               "mean %.2f, min %.2f, max %.2f\n",
               avg_mpi > 0 ? fmtFixed(avg_blink / avg_mpi, 2).c_str() : "-",
               std::exp(log_ratio_sum / ratio_n), ratio_min, ratio_max);
+        }
+      }
+      if (run_nccl) {
+        const double avg_nccl = busbw_n[2] ? busbw_sum[2] / busbw_n[2] : 0;
+        std::printf("#\n# nccl: Out of bounds values : %s\n",
+                    outOfBounds(nccl_wrong, " (NCCL's results)").c_str());
+        std::printf("# nccl: Avg bus bandwidth    : %.4f\n", avg_nccl);
+        if (avg_nccl > 0) {
+          std::printf("# Ratio blink/nccl busbw: %s of the averages\n",
+                      fmtFixed(avg_blink / avg_nccl, 2).c_str());
         }
       }
       std::printf("#\n");

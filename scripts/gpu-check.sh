@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The GPU data path on a machine with a GPU, in one run of at most about 8 minutes:
 # a Release build with CUDA, the CUDA unit tests, the MPI tests on device buffers at
-# np 1-4 on one GPU, 8 ranks on one GPU as a DGX-1V (BLINK_TOPO=dgx1-v100: tree
-# plans on device memory), and the kernel benchmark (reduction against cudaMemcpy
-# device to device), and blink_perf -m device at np 1-4. Results under OUT/gpu-check/:
-# results.csv (one row per step), kernel_bench.csv, blink_perf_device.csv, summary.md,
-# logs/. Exits non-zero if any step failed.
+# np 1-4 on one GPU, the same with every copy staged through pinned host memory
+# (BLINK_DEVICE_P2P=OFF), 8 ranks on one GPU as a DGX-1V (BLINK_TOPO=dgx1-v100: tree
+# plans on device memory, paced by their channels' shares), the interposer on
+# cudaMalloc'd buffers (Blink's device path; and where no path exists, refused or
+# handed to a CUDA-aware MPI), the kernel benchmark (reduction against cudaMemcpy
+# device to device), blink_perf -m device at np 1-4 and its NCCL baseline. Results
+# under OUT/gpu-check/: results.csv (one row per step), kernel_bench.csv,
+# blink_perf_device.csv, blink_perf_nccl.csv, summary.md, logs/. Exits non-zero if
+# any step failed.
 #
 # Usage: scripts/gpu-check.sh [--dry-run] [--build-dir DIR] [--out DIR] [--help]
 #   --dry-run        no GPU needed: the same steps on the emulated device
@@ -87,7 +91,8 @@ fi
 record prerequisites PASS 0 "GPU: $gpu_info"
 
 # 1. Release build with CUDA: only what the steps below run.
-targets=(test_cuda test_emulated_device test_device_collectives blink_perf)
+targets=(test_cuda test_emulated_device test_device_collectives blink_perf blink_mpi
+         mpi_device_buffers)
 # Warnings are errors in the builds without a GPU (where they are checked, for the
 # kernels too); here a Release-only warning must not cost the one run on a GPU.
 cmake_args=(-G Ninja -DBLINK_WERROR=OFF -DBLINK_BUILD_PERF=ON)
@@ -139,6 +144,38 @@ run_step mpi_device_np4_default_slots 90 env BLINK_DEVICE="$device" \
 run_step mpi_device_dgx1v_np8 150 env BLINK_DEVICE="$device" BLINK_DEVICE_SLOT_BYTES=65536 \
   BLINK_TOPO=dgx1-v100 mpirun -np 8 "$tests/test_device_collectives" --gtest_color=no
 
+# 4b. Every copy between ranks staged through pinned host memory (cudaHostRegister on
+#     shared memory, device -> host -> device), as between GPUs without peer access.
+run_step mpi_device_np4_staged 90 env BLINK_DEVICE="$device" BLINK_DEVICE_SLOT_BYTES=4096 \
+  BLINK_DEVICE_P2P=OFF mpirun -np 4 "$tests/test_device_collectives" --gtest_color=no
+
+# 4c. The interposer on device buffers from blinkMemAlloc (cudaMalloc): Blink's device
+#     path (every call handled, none refused), then the ranks as two nodes (no device
+#     path): refused with MPI_ERR_BUFFER where the MPI library is not CUDA-aware
+#     (forced), and as MPIX_Query_cuda_support says (AUTO: refused, or MPI's on a
+#     CUDA-aware MPI; either way no wrong element).
+interposer=(LD_PRELOAD="$build_dir/mpi_glue/libblink_mpi.so" BLINK_DEVICE="$device" BLINK_DEBUG=INFO
+            BLINK_TIMEOUT_S=60)
+# shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+run_step interposer_device_path 60 bash -c '"$@" > "$0" 2>&1; rc=$?; cat "$0";
+  [ "$rc" = 0 ] && grep -q "^0 wrong$" "$0" && grep -q "^0 refused$" "$0" &&
+  grep -q "blink-accounting allreduce handled=3 " "$0" && echo "handled by Blink: 3 allreduce, 1 bcast"' \
+  "$results/logs/interposer_device_path.out" \
+  mpirun -np 2 env "${interposer[@]}" "$tests/mpi_device_buffers" blink
+for aware in 0 AUTO; do
+  # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+  run_step "interposer_device_no_path_aware_$aware" 60 bash -c 'aware=$1; shift;
+    "$@" > "$0" 2>&1; rc=$?; cat "$0";
+    [ "$rc" = 0 ] && grep -q "^0 wrong$" "$0" &&
+    { [ "$aware" = AUTO ] || grep -q "^3 refused$" "$0"; } &&
+    echo "$(grep -m1 -o "the MPI library is [a-z -]*CUDA-aware" "$0"); $(grep "refused$" "$0")"' \
+    "$results/logs/interposer_device_no_path_$aware.out" "$aware" \
+    mpirun -np 1 env "${interposer[@]}" BLINK_MPI_CUDA_AWARE="$aware" BLINK_NODE_ID=gpu-check-a \
+    "$tests/mpi_device_buffers" blink : \
+    -np 1 env "${interposer[@]}" BLINK_MPI_CUDA_AWARE="$aware" BLINK_NODE_ID=gpu-check-b \
+    "$tests/mpi_device_buffers" blink
+done
+
 # 5. The kernel benchmark: reduction against cudaMemcpy device to device.
 bench_csv=$results/kernel_bench.csv
 if [ "$dry_run" = 1 ]; then
@@ -171,6 +208,24 @@ for np in 1 2 3 4; do
     -f 4 -n 10 -w 3 --format csv
 done
 
+# 7. The NCCL baseline (libnccl.so.2 with dlopen): at np 1 (NCCL refuses several ranks
+#    on one GPU: at np 2 it says why and Blink's sweep still runs). Skipped, with the
+#    reason, where the library is missing or the device emulated.
+nccl_csv=$results/blink_perf_nccl.csv
+: > "$nccl_csv"
+for np in 1 2; do
+  # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+  run_step "blink_perf_nccl_np$np" 120 bash -c \
+    '"$@" >> "$0" 2> "$0.err"; rc=$?; cat "$0.err"; [ "$rc" = 0 ] &&
+     { grep "nccl baseline: skipped" "$0.err" || echo "NCCL ran: $(grep -c "^nccl," "$0") rows"; }' \
+    "$nccl_csv" env BLINK_DEVICE="$device" mpirun -np "$np" \
+    "$build_dir/perf/blink_perf" -m device -b 1K -e "$([ "$dry_run" = 1 ] && echo 1M || echo 256M)" \
+    -f 4 -n 10 -w 3 --baseline nccl --format csv
+done
+if [ -s "$nccl_csv" ] && awk -F, '$1 == "nccl" && $10 != 0 { bad = 1 } END { exit !bad }' "$nccl_csv"; then
+  record blink_perf_nccl_check FAIL 0 "NCCL's results differ from the expected ones"
+fi
+
 total=$(($(date +%s) - started))
 {
   echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -198,6 +253,14 @@ total=$(($(date +%s) - started))
     echo
     echo '```'
     grep -v '^impl,' "$perf_csv"
+    echo '```'
+  fi
+  if grep -q '^nccl,' "$nccl_csv" 2> /dev/null; then
+    echo
+    echo "## blink_perf -m device --baseline nccl (AllReduce float32 sum)"
+    echo
+    echo '```'
+    grep -v '^impl,' "$nccl_csv"
     echo '```'
   fi
 } > "$results/summary.md"

@@ -111,10 +111,12 @@ blinkResult_t blinkCommExplain(blinkComm_t comm, char* text, size_t capacity, si
 
 /* ---- Collectives ------------------------------------------------------------
  *
- * Host buffers: pageable, or registered with CUDA (pinned). Where a rank has a CUDA
- * driver, every call first checks with its peers that all buffers are host memory:
- * a CUDA device or managed buffer on any rank makes the call return
- * blinkInvalidUsage on every rank, naming that rank, before any data moves, and the
+ * Buffers: host memory (pageable, or registered with CUDA), or all memory of the
+ * ranks' Blink devices (blinkMemAlloc) where the communicator has a GPU data path
+ * (every rank a device of one kind, one node). Where a rank has a CUDA driver or a
+ * device, every call first checks with its peers what all buffers are: any other
+ * device or managed buffer, or host and device buffers mixed, make the call return
+ * blinkInvalidUsage on every rank, naming the rank, before any data moves, and the
  * communicator stays usable. Counts are elements. Every rank passes the same count, datatype,
  * op and root. In-place, as in NCCL: AllReduce/Broadcast/Reduce with
  * sendbuff == recvbuff; AllGather with sendbuff == recvbuff + rank * count;
@@ -160,6 +162,20 @@ blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const si
  * so it takes whatever path that size is planned on (within a node, the one-round
  * shared-memory board). */
 blinkResult_t blinkBarrier(blinkComm_t comm);
+
+/* Memory of this process's Blink device (BLINK_DEVICE: a GPU, cudaMalloc; or the
+ * emulated device's shared memory), which the collectives move on the device data
+ * path. The device is the one the process's communicators use: made here if no
+ * communicator has made it yet, for the launcher's local rank
+ * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else 0).
+ * blinkInvalidUsage where the process has no device; zero-filled. */
+blinkResult_t blinkMemAlloc(void** ptr, size_t bytes);
+/* Frees memory from blinkMemAlloc (NULL: nothing). */
+blinkResult_t blinkMemFree(void* ptr);
+/* Copies `bytes` between host memory and memory of the Blink device, either way (or
+ * within either), and returns once done. The emulated device's memory, like a GPU's,
+ * cannot be read or written by the host directly. */
+blinkResult_t blinkMemcpy(void* dst, const void* src, size_t bytes);
 
 /* Size in bytes of one element of `datatype` (0 for an unknown type). */
 size_t blinkDataTypeSize(blinkDataType_t datatype);

@@ -127,6 +127,12 @@ const std::vector<Variable>& registry() {
        "ReduceScatter in one round; larger calls go in rounds. AllReduce and Reduce always go "
        "in small rounds (256 KiB per rank, 1 MiB where ranks share cores). 0: no staging area "
        "(the direct path reads the peers' buffers with cross-memory attach)."},
+      {"BLINK_MPI_CUDA_AWARE", Kind::Choice, "AUTO|0|1", "AUTO",
+       "libblink_mpi.so only: whether the MPI library takes CUDA device buffers. A call on "
+       "device buffers Blink cannot move (no device data path) goes to the library only where "
+       "it is CUDA-aware on every rank, else fails with `MPI_ERR_BUFFER`. AUTO asks "
+       "`MPIX_Query_cuda_support()` (a library without it is not CUDA-aware); 0/1 say it "
+       "(an MPI without the query; tests)."},
       {"BLINK_MPI_DISABLE", Kind::Choice, "0|1", "0",
        "libblink_mpi.so only: 1 sends every MPI collective to the MPI library (`PMPI_*`) "
        "untouched."},
@@ -156,6 +162,18 @@ const std::vector<Variable>& registry() {
       {"BLINK_DEVICE_EMULATION_DELAY_US", Kind::Integer, "0..100000", "0",
        "BLINK_DEVICE=EMULATED only: delay every stream operation by a random time of up to "
        "this many microseconds, so that work ordered only by luck goes wrong in tests."},
+      {"BLINK_DEVICE_EMULATION_FAIL_IPC", Kind::Choice, "0|1", "0",
+       "BLINK_DEVICE=EMULATED only, for tests: 1 makes opening a peer's device memory fail, "
+       "as a CUDA IPC error would, so that the device path fails to set up."},
+      {"BLINK_DEVICE_EMULATION_PEER_GROUP", Kind::Integer, "0..1024", "0",
+       "BLINK_DEVICE=EMULATED only: the emulated GPU of local rank i reaches that of rank j "
+       "peer to peer only when i / N == j / N (N GPUs per PCIe root complex, e.g. 4 on a "
+       "two-socket PCIe machine; 1: no two GPUs); other pairs take the device transport's "
+       "host-staged path. 0: every pair."},
+      {"BLINK_DEVICE_P2P", Kind::Choice, "AUTO|OFF", "AUTO",
+       "The device transport between the GPUs of a node: AUTO copies peer to peer (CUDA IPC) "
+       "between GPUs that reach each other (`cudaDeviceCanAccessPeer`, both ways; always on one "
+       "GPU) and stages the other pairs through pinned host memory; OFF stages every pair."},
       {"BLINK_DEVICE_SLOT_BYTES", Kind::Integer, "64..1073741824", "1048576",
        "The device transport's chunk: each stream between two GPUs of a node has 4 slots of "
        "this many bytes (a multiple of 64) in the receiver's memory, so up to 4 chunks are "

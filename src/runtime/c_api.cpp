@@ -6,6 +6,7 @@
 // of touching freed memory.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 
 namespace blink::runtime {
@@ -78,6 +80,25 @@ Registry& registry() {
   return *r;
 }
 
+// The launcher's local rank, for a device made before any communicator.
+int launcherLocalRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
+      return std::atoi(value);
+    }
+  }
+  return 0;
+}
+
+device::Device& deviceForAllocations() {
+  device::Device* device = processDevice(launcherLocalRank());
+  if (device == nullptr) {
+    throw Error(blinkInvalidUsage,
+                "blinkMemAlloc: this process has no Blink device: " + processDeviceNote());
+  }
+  return *device;
+}
+
 void checkType(blinkDataType_t type) {
   static_cast<void>(elementSize(type));
 }
@@ -87,6 +108,7 @@ void checkType(blinkDataType_t type) {
 
 using blink::Error;
 using blink::guardCApi;
+using blink::runtime::deviceForAllocations;
 using blink::runtime::registry;
 
 extern "C" {
@@ -208,6 +230,44 @@ blinkResult_t blinkReduceScatterV(const void* sendbuff, void* recvbuff, const si
 
 blinkResult_t blinkBarrier(blinkComm_t comm) {
   return guardCApi([&] { registry().use(comm).barrier(); });
+}
+
+blinkResult_t blinkMemAlloc(void** ptr, size_t bytes) {
+  return guardCApi([&] {
+    if (ptr == nullptr) throw Error(blinkInvalidArgument, "blinkMemAlloc: ptr is NULL");
+    if (bytes == 0) throw Error(blinkInvalidArgument, "blinkMemAlloc: 0 bytes");
+    *ptr = deviceForAllocations().allocate(bytes);
+  });
+}
+
+blinkResult_t blinkMemFree(void* ptr) {
+  return guardCApi([&] {
+    if (ptr == nullptr) return;
+    blink::device::Device& device = deviceForAllocations();
+    if (!device.owns(ptr)) {
+      throw Error(blinkInvalidArgument, "blinkMemFree: not memory from blinkMemAlloc");
+    }
+    device.release(ptr);
+  });
+}
+
+blinkResult_t blinkMemcpy(void* dst, const void* src, size_t bytes) {
+  return guardCApi([&] {
+    if (bytes == 0) return;
+    if (dst == nullptr || src == nullptr) {
+      throw Error(blinkInvalidArgument, "blinkMemcpy: NULL pointer");
+    }
+    blink::device::Device& device = deviceForAllocations();
+    const blink::device::Device::Stream stream = device.createStream();
+    try {
+      device.copy(dst, src, bytes, stream);
+      device.synchronize(stream);
+    } catch (...) {
+      device.destroyStream(stream);
+      throw;
+    }
+    device.destroyStream(stream);
+  });
 }
 
 }  // extern "C"

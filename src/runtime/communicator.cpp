@@ -226,6 +226,7 @@ Communicator::Communicator(MPI_Comm comm) {
       // A multiple of 64, so of every element size; senders take the receiver's.
       options.slot_bytes =
           static_cast<std::size_t>(env::getInt("BLINK_DEVICE_SLOT_BYTES")) / 64 * 64;
+      options.peer_to_peer = env::getChoice("BLINK_DEVICE_P2P") != "OFF";
       device_transport_ = std::make_unique<transport::DeviceTransport>(
           *device_, node_comm_, set_up.node_rank_of, layout_.rank, options);
       device_path_ = true;  // its stream comes with the first call on device buffers
@@ -385,14 +386,13 @@ void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buff
 bool Communicator::placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers) {
   checkUsable();
   try {
-    const bool on_device = memory_.onDevice(buffers, device_path_);
-    if (on_device) {
-      // Made at the first such call: on a GPU a stream costs a CUDA context, which
-      // communicators that only ever see host buffers should not pay for.
+    // Made at the first such call: on a GPU a stream costs a CUDA context, which
+    // communicators that only ever see host buffers should not pay for. A CUDA
+    // error here is agreed within the memory check (refused on every rank alike).
+    return memory_.onDevice(buffers, device_path_, [this] {
       if (device_stream_ < 0) device_stream_ = device_->createStream();
       device_->synchronizeCaller();
-    }
-    return on_device;
+    });
   } catch (const MemoryTypeError&) {
     throw;  // every rank refused together: the communicator goes on
   } catch (const Error& e) {
@@ -490,7 +490,17 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
     } catch (const Error& e) {
       stream_failure = std::make_unique<Error>(e);
     }
-    agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
+    try {
+      agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
+    } catch (const CollectiveError& e) {
+      if (!on_device) throw;
+      // A CUDA error (IPC, an allocation) met by every rank together before any data
+      // moved: device buffers then have no path here, as where there is no GPU, and
+      // the interposer hands the call to a CUDA-aware MPI or refuses it.
+      device_path_ = false;
+      device_off_ = std::string("the device data path failed to set up: ") + e.what();
+      throw MemoryTypeError(e.status(), device_off_);
+    }
   }
   ++plans_built_;
   cp.planning_seconds =
@@ -531,6 +541,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
   if (on_device) {
     device_run = {device_, device_stream_, &device_events_, {type, op}};
     options.device = &device_run;
+    device_transport_->paceByShares(cp.plan.channel_shares);
   }
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";

@@ -76,14 +76,16 @@ void MemoryAgreement::requireHostMemory(std::initializer_list<Buffer> buffers) c
                             "); Blink has no data path for device memory yet (host memory only)");
 }
 
-bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool device_path) const {
+bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool device_path,
+                               const std::function<void()>& prepare) const {
   if (!cuda_anywhere_) return false;
   if (buffers.size() > static_cast<std::size_t>(kMaxBuffers)) {
     throw Error(blinkInternalError, "onDevice: too many buffers");
   }
   const CudaDriver& driver = CudaDriver::process();
-  // {the lowest bad buffer's code, -(any device buffer), -(any host buffer)}: one MIN.
-  std::int64_t mine[3] = {kAllHost, 0, 0};
+  // {the lowest bad buffer's code, -(any device buffer), -(any host buffer), -(a
+  // device failed to prepare)}: one MIN.
+  std::int64_t mine[4] = {kAllHost, 0, 0, 0};
   std::size_t index = 0;
   for (const Buffer& buffer : buffers) {
     if (buffer.pointer != nullptr) {
@@ -97,8 +99,17 @@ bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool devic
     }
     ++index;
   }
-  std::int64_t all[3] = {kAllHost, 0, 0};
-  allreduceWithin(mine, all, 3, MPI_INT64_T, MPI_MIN, comm_, timeout_seconds_,
+  std::string prepare_failure;
+  if (prepare && device_path && mine[0] == kAllHost && mine[1] != 0 && mine[2] == 0) {
+    try {
+      prepare();
+    } catch (const Error& e) {
+      prepare_failure = e.what();
+      mine[3] = -1;
+    }
+  }
+  std::int64_t all[4] = {kAllHost, 0, 0, 0};
+  allreduceWithin(mine, all, 4, MPI_INT64_T, MPI_MIN, comm_, timeout_seconds_,
                   "agreeing on the memory types of the buffers");
   if (all[0] != kAllHost) {
     const auto type = static_cast<MemoryType>(all[0] % kTypes);
@@ -124,6 +135,12 @@ bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool devic
     throw MemoryTypeError(blinkInvalidUsage,
                           "device buffers, but this communicator has no GPU data path (it needs "
                           "a device on every rank and all ranks on one node)");
+  }
+  if (all[3] != 0) {
+    throw MemoryTypeError(blinkSystemError,
+                          prepare_failure.empty()
+                              ? "another rank's device failed before the call (see its error)"
+                              : "the device failed before the call: " + prepare_failure);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <initializer_list>
 #include <string>
 
@@ -39,7 +40,11 @@ class MemoryAgreement {
   // `device_path` (agreed by every rank: the path exists). Otherwise throws
   // MemoryTypeError(blinkInvalidUsage) on every rank alike, naming the lowest rank
   // with a buffer that cannot go, or saying that host and device buffers are mixed.
-  bool onDevice(std::initializer_list<Buffer> buffers, bool device_path) const;
+  // `prepare` runs where this rank's buffers are all device memory and the path
+  // exists, before the agreement: if it throws (a CUDA error), every rank throws
+  // MemoryTypeError alike.
+  bool onDevice(std::initializer_list<Buffer> buffers, bool device_path,
+                const std::function<void()>& prepare = {}) const;
 
   // Collective when checksBuffers(). Throws MemoryTypeError(blinkInvalidUsage) on
   // every rank alike when some rank's buffer is not host memory, naming the lowest

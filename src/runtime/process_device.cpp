@@ -40,8 +40,12 @@ device::Device* processDevice(int local_rank) {
       return;
     }
     if (choice == "EMULATED") {
-      const auto delay = static_cast<int>(env::getInt("BLINK_DEVICE_EMULATION_DELAY_US"));
-      s.device = device::makeEmulatedDevice(delay, {&reduceIntoKernel, &divideBy, &elementSize});
+      device::EmulationOptions options;
+      options.max_delay_us = static_cast<int>(env::getInt("BLINK_DEVICE_EMULATION_DELAY_US"));
+      options.gpu = local_rank;
+      options.peer_group = static_cast<int>(env::getInt("BLINK_DEVICE_EMULATION_PEER_GROUP"));
+      options.fail_ipc = env::getChoice("BLINK_DEVICE_EMULATION_FAIL_IPC") == "1";
+      s.device = device::makeEmulatedDevice(options, {&reduceIntoKernel, &divideBy, &elementSize});
       s.note = s.device->describe() + " (BLINK_DEVICE=EMULATED)";
       return;
     }

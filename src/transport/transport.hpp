@@ -12,9 +12,10 @@
 // trees: 0.81 of the bound instead of 0.98 for a 1 GiB Broadcast on a DGX-1P). A
 // transport over shared links (GPU peer copies over NVLink/PCIe, the network) must
 // therefore pace its streams by share, e.g. weighted round robin of the bytes it
-// puts on a link, or each stream rate-limited to its share of the link. The shared
-// memory and PMPI transports here do not pace: the bytes are right, only the timing
-// may differ from the prediction.
+// puts on a link, or each stream rate-limited to its share of the link. The device
+// transport does (paceByShares, cuda/channel_pacer.hpp: weighted fair queueing of
+// chunks per peer). The shared memory, PMPI and UCX transports do not pace: the bytes
+// are right, only the timing may differ from the prediction.
 #pragma once
 
 #include <compare>
@@ -91,6 +92,9 @@ class Transport {
                              const std::vector<StreamKey>& recvs) = 0;
   virtual SendStream& sendStream(StreamKey key) = 0;
   virtual RecvStream& recvStream(StreamKey key) = 0;
+  // The rate shares of the channels of the plan about to run (by channel; empty:
+  // equal), for a transport that paces by them (see the top). Others ignore it.
+  virtual void paceByShares(const std::vector<double>& /*shares*/) {}
 };
 
 }  // namespace blink::transport

@@ -24,9 +24,10 @@ void reduceIntoKernel(void* inout, const void* in, std::size_t count, blinkDataT
   blink::runtime::reduceInto(inout, in, count, type, op);
 }
 
-std::unique_ptr<Device> makeDevice(int delay_us) {
+std::unique_ptr<Device> makeDevice(int delay_us, int gpu = 0, int peer_group = 0) {
   return blink::device::makeEmulatedDevice(
-      delay_us, {&reduceIntoKernel, &blink::runtime::divideBy, &blink::runtime::elementSize});
+      {delay_us, gpu, peer_group},
+      {&reduceIntoKernel, &blink::runtime::divideBy, &blink::runtime::elementSize});
 }
 
 struct Allocation {
@@ -184,3 +185,22 @@ TEST(EmulatedDevice, OpenedMemoryIsTheSameMemoryAndCountsAsTheDevices) {
 }
 
 }  // namespace
+
+// GPUs out of each other's peer reach (another socket's, on a PCIe machine) cannot
+// map each other's memory, as CUDA IPC cannot; within reach they can.
+TEST(EmulatedDevice, PeerAccessFollowsThePeerGroups) {
+  auto gpu0 = makeDevice(0, 0, 2), gpu1 = makeDevice(0, 1, 2), gpu2 = makeDevice(0, 2, 2);
+  EXPECT_TRUE(gpu0->canAccessPeer(gpu1->peerId()));
+  EXPECT_FALSE(gpu0->canAccessPeer(gpu2->peerId()));
+  EXPECT_FALSE(gpu2->canAccessPeer(gpu1->peerId()));
+  EXPECT_FALSE(gpu0->canAccessPeer("0000:3b:00.0"));
+  Allocation on2(*gpu2, 256);
+  const blink::device::IpcHandle handle = gpu2->exportMemory(on2.p);
+  EXPECT_THROW(gpu0->openMemory(handle), blink::Error);
+  Allocation on1(*gpu1, 256);
+  void* mapped = gpu0->openMemory(gpu1->exportMemory(on1.p));
+  EXPECT_TRUE(gpu0->owns(mapped));
+  gpu0->closeMemory(mapped);
+  auto everyone = makeDevice(0, 7, 0);
+  EXPECT_TRUE(everyone->canAccessPeer(gpu0->peerId()));
+}

@@ -136,6 +136,37 @@ class CudaDevice final : public Device {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
+  std::string peerId() const override {
+    char id[32] = {};
+    if (cudaDeviceGetPCIBusId(id, sizeof id, ordinal_) != cudaSuccess) {
+      cudaGetLastError();
+      return "CUDA device " + std::to_string(ordinal_) + " (no PCI bus id)";
+    }
+    return id;
+  }
+  bool canAccessPeer(const std::string& peer_id) const override {
+    int peer = -1;
+    if (cudaDeviceGetByPCIBusId(&peer, peer_id.c_str()) != cudaSuccess) {
+      cudaGetLastError();  // a GPU this process does not see (CUDA_VISIBLE_DEVICES)
+      return false;
+    }
+    if (peer == ordinal_) return true;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, ordinal_, peer) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return can != 0;
+  }
+  void registerHost(void* p, std::size_t bytes) override {
+    current();
+    check(cudaHostRegister(p, bytes, cudaHostRegisterPortable), "cudaHostRegister");
+  }
+  void unregisterHost(void* p) noexcept override {
+    cudaSetDevice(ordinal_);
+    cudaHostUnregister(p);
+  }
+
   IpcHandle exportMemory(void* base) override {
     current();
     cudaIpcMemHandle_t h{};

@@ -56,7 +56,8 @@ class Device {
   virtual void destroyStream(Stream stream) noexcept = 0;
   virtual void destroyEvent(Event event) noexcept = 0;
 
-  // Queued on `stream`. dst and src must not overlap unless equal.
+  // Queued on `stream`. dst and src must not overlap unless equal; either may be
+  // host memory (pinned: registerHost) instead of device memory.
   virtual void copy(void* dst, const void* src, std::size_t bytes, Stream stream) = 0;
   // dst[i] = op(a[i], b[i]) for count elements, a the accumulated operand; bit for bit
   // what the host kernels give (runtime/reduce_cpu.hpp). dst may alias a or b.
@@ -75,6 +76,18 @@ class Device {
   // Blocks until work the caller queued on this device before the call (e.g. the
   // kernel that wrote a collective's input) has run; once per collective.
   virtual void synchronizeCaller() = 0;
+
+  // Peer access between the GPUs of a node. peerId() names this device to other
+  // processes ("0000:3b:00.0", its PCI bus id; "emulated GPU 2"); canAccessPeer says
+  // whether this device can map the memory of the device so named (openMemory
+  // works, copies go peer to peer over NVLink or PCIe). Where it cannot, the device
+  // transport stages copies through pinned host memory. Never throw.
+  virtual std::string peerId() const = 0;
+  virtual bool canAccessPeer(const std::string& peer_id) const = 0;
+  // Pins host memory (e.g. shared memory) for asynchronous copies to and from this
+  // device (cudaHostRegister); copies work on unpinned memory too, synchronously.
+  virtual void registerHost(void* p, std::size_t bytes) = 0;
+  virtual void unregisterHost(void* p) noexcept = 0;
 
   // `base` must be the start of an allocation of this device.
   virtual IpcHandle exportMemory(void* base) = 0;

@@ -26,7 +26,11 @@ struct ControlHeader {
 struct ControlEntry {
   std::int32_t sender;  // comm rank
   std::int32_t channel;
+  std::uint64_t host_slots;  // staged FIFOs: the offset of their slots in this segment, else 0
 };
+
+constexpr std::size_t kPeerIdBytes = 64;
+constexpr std::size_t kPageBytes = 4096;
 
 // The producer's and the consumer's counters on cache lines of their own.
 struct alignas(64) FifoCounters {
@@ -36,8 +40,12 @@ struct alignas(64) FifoCounters {
   char pad1[56];
 };
 
-std::size_t controlBytes(std::size_t fifos) {
+std::size_t countersEnd(std::size_t fifos) {
   return sizeof(ControlHeader) + fifos * sizeof(ControlEntry) + 64 + fifos * sizeof(FifoCounters);
+}
+// The host slots of staged FIFOs start on a page of their own (they get pinned).
+std::size_t hostSlotsStart(std::size_t fifos) {
+  return (countersEnd(fifos) + kPageBytes - 1) / kPageBytes * kPageBytes;
 }
 FifoCounters* countersOf(std::byte* control, std::size_t fifos) {
   const auto at = reinterpret_cast<std::uintptr_t>(control + sizeof(ControlHeader) +
@@ -49,11 +57,16 @@ FifoCounters* countersOf(std::byte* control, std::size_t fifos) {
 // memory, one device stream and one event per slot at this end.
 class DeviceFifo {
  public:
+  // `slots`: the FIFO's device slots (nullptr at the sender of a staged FIFO);
+  // `host_slots`: its slots in pinned host memory where the two GPUs cannot reach
+  // each other (the sender copies there, the receiver from there to its device
+  // slot), else nullptr.
   DeviceFifo(device::Device& device, FifoCounters* counters, std::byte* slots,
-             std::size_t slot_count, std::size_t slot_bytes)
+             std::byte* host_slots, std::size_t slot_count, std::size_t slot_bytes)
       : device_(device),
         counters_(counters),
         slots_(slots),
+        host_slots_(host_slots),
         slot_count_(slot_count),
         slot_bytes_(slot_bytes),
         stream_(device.createStream()),
@@ -66,6 +79,10 @@ class DeviceFifo {
   std::byte* slot(std::uint64_t sequence) const {
     return slots_ + (sequence % slot_count_) * slot_bytes_;
   }
+  std::byte* hostSlot(std::uint64_t sequence) const {
+    return host_slots_ + (sequence % slot_count_) * slot_bytes_;
+  }
+  bool staged() const { return host_slots_ != nullptr; }
   // By the stream that owns the FIFO, when it goes (a copy of it in flight is not one).
   void destroy() noexcept {
     try {
@@ -80,6 +97,7 @@ class DeviceFifo {
   device::Device& device_;
   FifoCounters* counters_;
   std::byte* slots_;
+  std::byte* host_slots_;
   std::size_t slot_count_;
   std::size_t slot_bytes_;
   device::Device::Stream stream_;
@@ -89,8 +107,12 @@ class DeviceFifo {
 
 class DeviceSendStream final : public SendStream {
  public:
-  explicit DeviceSendStream(DeviceFifo fifo)
-      : fifo_(std::move(fifo)), published_(fifo_.written().load()), issued_(published_) {}
+  DeviceSendStream(DeviceFifo fifo, ChannelPacer& pacer, StreamKey key)
+      : fifo_(std::move(fifo)),
+        pacer_(pacer),
+        key_(key),
+        published_(fifo_.written().load()),
+        issued_(published_) {}
   ~DeviceSendStream() override { fifo_.destroy(); }
   DeviceSendStream(const DeviceSendStream&) = delete;
   DeviceSendStream& operator=(const DeviceSendStream&) = delete;
@@ -105,16 +127,29 @@ class DeviceSendStream final : public SendStream {
       ++published_;
     }
     if (published_ != before) fifo_.written().store(published_, std::memory_order_release);
-    // New copies into the slots the receiver has freed.
+    // New copies into the slots the receiver has freed, as the pacer lets this
+    // channel's share of the link have them.
     const std::uint64_t consumed = fifo_.consumed().load(std::memory_order_acquire);
+    bool held = false;
     while (queued_ < bytes && issued_ - consumed < fifo_.slot_count_) {
       const std::size_t n = std::min(fifo_.slot_bytes_, bytes - queued_);
+      if (!pacer_.mayIssue(key_.peer, key_.channel, n)) {
+        held = true;
+        break;
+      }
       const std::size_t slot = issued_ % fifo_.slot_count_;
-      device.copy(fifo_.slot(issued_), data + queued_, n, fifo_.stream_);
+      std::byte* to = fifo_.staged() ? fifo_.hostSlot(issued_) : fifo_.slot(issued_);
+      device.copy(to, data + queued_, n, fifo_.stream_);
       device.record(fifo_.events_[slot], fifo_.stream_);
       fifo_.chunk_bytes_[slot] = n;
       queued_ += n;
       ++issued_;
+    }
+    // A lane stays in the pacer's eye while its copies are on the link and it has
+    // more to queue; waiting only for the receiver to free slots, it holds nobody
+    // back (the receiver may wait for another lane: never a cycle).
+    if (!held && (queued_ >= bytes || issued_ == published_)) {
+      pacer_.idle(key_.peer, key_.channel);
     }
     if (sent < bytes) return false;
     queued_ = 0;  // every chunk published: the source may change
@@ -123,6 +158,8 @@ class DeviceSendStream final : public SendStream {
 
  private:
   DeviceFifo fifo_;
+  ChannelPacer& pacer_;
+  StreamKey key_;
   std::uint64_t published_;  // chunks the receiver may read
   std::uint64_t issued_;     // chunks whose copies are queued
   std::size_t queued_ = 0;   // bytes of the current message queued
@@ -192,6 +229,9 @@ class DeviceRecvStreamImpl final : public DeviceRecvStream {
     while (queued_ < bytes && issued_ < written) {
       const std::size_t n = std::min(fifo_.slot_bytes_, bytes - queued_);
       const std::size_t slot = issued_ % fifo_.slot_count_;
+      // Staged: host slot -> this device's slot, then the work, in stream order.
+      if (fifo_.staged())
+        device.copy(fifo_.slot(issued_), fifo_.hostSlot(issued_), n, fifo_.stream_);
       queue(queued_, fifo_.slot(issued_), n);
       device.record(fifo_.events_[slot], fifo_.stream_);
       fifo_.chunk_bytes_[slot] = n;
@@ -228,6 +268,7 @@ DeviceTransport::DeviceTransport(device::Device& device, MPI_Comm node_comm,
 DeviceTransport::~DeviceTransport() {
   sends_.clear();
   recvs_.clear();
+  for (void* p : registered_) device_.unregisterHost(p);
   for (PeerMapping& peer : peers_) {
     if (peer.slots != nullptr) device_.closeMemory(peer.slots);
   }
@@ -247,6 +288,7 @@ void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
   }
   int node_size = 0;
   checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "device transport", "MPI_Comm_size");
+  if (peer_reach_.empty()) learnPeerReach(node_size);
 
   // 1. Each receiver with new streams allocates their slots on its device and
   //    publishes the IPC handle in a control segment of host shared memory.
@@ -256,8 +298,17 @@ void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
   if (!new_recvs.empty()) {
     try {
       const std::size_t fifos = new_recvs.size();
-      control = ShmSegment::create(controlBytes(fifos));
+      const std::size_t fifo_bytes = options_.slots * options_.slot_bytes;
+      std::size_t staged = 0;
+      for (const StreamKey& k : new_recvs) staged += direct(k.peer) ? 0 : 1;
+      const std::size_t host_start = hostSlotsStart(fifos);
+      control =
+          ShmSegment::create(staged == 0 ? countersEnd(fifos) : host_start + staged * fifo_bytes);
       std::byte* bytes = control.data();
+      if (staged > 0) {
+        device_.registerHost(bytes + host_start, staged * fifo_bytes);
+        registered_.push_back(bytes + host_start);
+      }
       void* slots = device_.allocate(fifos * options_.slots * options_.slot_bytes);
       own_slots_.push_back(slots);
       auto* header = reinterpret_cast<ControlHeader*>(bytes);
@@ -267,13 +318,15 @@ void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
       header->slots_handle = device_.exportMemory(slots);
       auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
       FifoCounters* counters = countersOf(bytes, fifos);
+      std::size_t host_at = host_start;
       for (std::size_t i = 0; i < fifos; ++i) {
-        entries[i] = {new_recvs[i].peer, new_recvs[i].channel};
+        const bool stage = !direct(new_recvs[i].peer);
+        entries[i] = {new_recvs[i].peer, new_recvs[i].channel, stage ? host_at : 0};
         recvs_[new_recvs[i]] = std::make_unique<DeviceRecvStreamImpl>(
-            DeviceFifo(device_, &counters[i],
-                       static_cast<std::byte*>(slots) + i * options_.slots * options_.slot_bytes,
-                       options_.slots, options_.slot_bytes),
+            DeviceFifo(device_, &counters[i], static_cast<std::byte*>(slots) + i * fifo_bytes,
+                       stage ? bytes + host_at : nullptr, options_.slots, options_.slot_bytes),
             new_recvs[i].peer);
+        if (stage) host_at += fifo_bytes;
       }
       std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
       std::memcpy(my_name, control.name().c_str(), control.name().size() + 1);
@@ -311,17 +364,37 @@ void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
         if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
           throw Error(blinkInternalError, "device transport: a peer's segment is not initialised");
         }
-        mapping.slots = device_.openMemory(header->slots_handle);
+        const std::size_t fifo_bytes = header->slots * header->slot_bytes;
+        // A GPU out of reach: no mapping of its memory, copies go to its host slots.
+        const bool stage = !direct(peer);
+        if (stage) {
+          const std::size_t host_start = hostSlotsStart(header->fifo_count);
+          if (mapping.control.size() <= host_start) {
+            throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
+                                                " made no staged slots (it reaches this GPU?)");
+          }
+          device_.registerHost(base + host_start, mapping.control.size() - host_start);
+          registered_.push_back(base + host_start);
+        } else {
+          mapping.slots = device_.openMemory(header->slots_handle);
+        }
         auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
         FifoCounters* counters = countersOf(base, header->fifo_count);
         for (const StreamKey& s : new_sends) {
           if (s.peer != peer || sends_.count(s)) continue;
           for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
             if (entries[i].sender != my_comm_rank_ || entries[i].channel != s.channel) continue;
-            sends_[s] = std::make_unique<DeviceSendStream>(DeviceFifo(
-                device_, &counters[i],
-                static_cast<std::byte*>(mapping.slots) + i * header->slots * header->slot_bytes,
-                header->slots, header->slot_bytes));
+            if (stage != (entries[i].host_slots != 0)) {
+              throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
+                                                  " and this rank disagree on staging");
+            }
+            std::byte* device_slots =
+                stage ? nullptr : static_cast<std::byte*>(mapping.slots) + i * fifo_bytes;
+            std::byte* host_slots = stage ? base + entries[i].host_slots : nullptr;
+            sends_[s] = std::make_unique<DeviceSendStream>(
+                DeviceFifo(device_, &counters[i], device_slots, host_slots, header->slots,
+                           header->slot_bytes),
+                pacer_, s);
           }
           if (!sends_.count(s)) {
             throw Error(blinkInternalError, "device transport: rank " + std::to_string(s.peer) +
@@ -352,6 +425,53 @@ void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
                                           << options_.slots << " x " << options_.slot_bytes
                                           << " bytes on " << device_.describe());
   }
+}
+
+void DeviceTransport::learnPeerReach(int node_size) {
+  // Each rank says which of the node's GPUs its own can reach; a pair goes peer to
+  // peer only where both ends can (every rank then decides alike).
+  std::vector<char> ids(static_cast<std::size_t>(node_size) * kPeerIdBytes);
+  char mine[kPeerIdBytes] = {};
+  const std::string id = device_.peerId();
+  std::memcpy(mine, id.data(), std::min(id.size(), kPeerIdBytes - 1));
+  allgatherWithin(mine, static_cast<int>(kPeerIdBytes), MPI_CHAR, ids.data(), node_comm_,
+                  options_.timeout_seconds, "device transport: exchanging device ids");
+  std::vector<char> row(static_cast<std::size_t>(node_size));
+  for (int r = 0; r < node_size; ++r) {
+    row[static_cast<std::size_t>(r)] =
+        options_.peer_to_peer &&
+                device_.canAccessPeer(&ids[static_cast<std::size_t>(r) * kPeerIdBytes])
+            ? 1
+            : 0;
+  }
+  peer_reach_.assign(static_cast<std::size_t>(node_size) * static_cast<std::size_t>(node_size), 0);
+  allgatherWithin(row.data(), node_size, MPI_CHAR, peer_reach_.data(), node_comm_,
+                  options_.timeout_seconds, "device transport: exchanging peer access");
+  checkSetUpCall(PMPI_Comm_rank(node_comm_, &my_node_rank_), "device transport", "MPI_Comm_rank");
+  node_size_ = node_size;
+  int staged = 0;
+  for (int r = 0; r < node_size; ++r) staged += reachable(my_node_rank_, r) ? 0 : 1;
+  if (staged > 0) {
+    BLINK_LOG(Info, "device transport: " << device_.describe() << " reaches "
+                                         << node_size - 1 - staged << " of the node's "
+                                         << node_size - 1
+                                         << " other GPUs peer to peer; copies to and from the "
+                                            "others are staged through pinned host memory");
+  }
+}
+
+bool DeviceTransport::reachable(int a, int b) const {
+  const auto n = static_cast<std::size_t>(node_size_);
+  return peer_reach_[static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b)] != 0 &&
+         peer_reach_[static_cast<std::size_t>(b) * n + static_cast<std::size_t>(a)] != 0;
+}
+
+bool DeviceTransport::direct(int comm_peer) const {
+  return reachable(my_node_rank_, node_rank_of_.at(static_cast<std::size_t>(comm_peer)));
+}
+
+void DeviceTransport::paceByShares(const std::vector<double>& shares) {
+  pacer_.setShares(shares);
 }
 
 SendStream& DeviceTransport::sendStream(StreamKey key) {

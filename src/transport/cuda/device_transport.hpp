@@ -14,9 +14,21 @@
 // Up to `slots` chunks are in flight per stream in each direction; nothing waits
 // for the whole device, and the executor polls events without blocking.
 //
-// Not done here: pacing of channels by their rate shares (transport.hpp), and a
-// host-staged path for GPUs that cannot reach each other peer to peer (CUDA IPC
-// then fails at set-up and the collective fails with the CUDA message).
+// Host-staged pairs. At the first set-up the node's ranks agree which pairs of their
+// GPUs reach each other peer to peer (Device::canAccessPeer, both ways; none with
+// peer_to_peer off). For the others the sender never opens the receiver's memory
+// (CUDA IPC cannot map it): the FIFO's slots lie in the receiver's control segment,
+// pinned in both processes (Device::registerHost); the sender copies device -> host
+// slot, the receiver host slot -> its own device slot and then reduces from there,
+// both on their FIFO's stream, so the same events order the same pipeline.
+//
+// Pacing. Before each plan runs, the plan's channel shares are handed in
+// (paceByShares); send streams ask the ChannelPacer before queuing each chunk, so
+// that among the channels to one peer the busy ones queue bytes in proportion to
+// their shares (channel_pacer.hpp says why it never deadlocks). What the copy engines
+// then make of the queued order is the hardware's (unverified on a GPU).
+//
+// Not done here: streams between nodes (device buffers across nodes have no path).
 #pragma once
 
 #include <mpi.h>
@@ -28,6 +40,7 @@
 #include <vector>
 
 #include "common/combine.hpp"
+#include "transport/cuda/channel_pacer.hpp"
 #include "transport/cuda/device.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/transport.hpp"
@@ -47,6 +60,9 @@ struct DeviceTransportOptions {
   std::size_t slot_bytes = 1024 * 1024;  // a multiple of 64 (so of every element size)
   std::size_t slots = 4;
   double timeout_seconds = 300.0;  // for the set-up exchange between the node's ranks
+  // False: every pair is staged through pinned host memory, as if no GPU reached
+  // another (BLINK_DEVICE_P2P=OFF: the staged path checked on any machine).
+  bool peer_to_peer = true;
 };
 
 class DeviceTransport final : public Transport {
@@ -64,8 +80,15 @@ class DeviceTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
+  void paceByShares(const std::vector<double>& shares) override;
 
  private:
+  // Collective over node_comm_, at the first ensureStreams: which pairs of the
+  // node's GPUs reach each other peer to peer (both ways).
+  void learnPeerReach(int node_size);
+  bool reachable(int node_rank_a, int node_rank_b) const;
+  bool direct(int comm_peer) const;  // this rank's GPU and the peer's
+
   struct PeerMapping {
     ShmSegment control;
     void* slots = nullptr;  // the peer's allocation, opened here
@@ -79,6 +102,11 @@ class DeviceTransport final : public Transport {
   std::vector<ShmSegment> own_controls_;
   std::vector<void*> own_slots_;  // device allocations, one per generation
   std::vector<PeerMapping> peers_;
+  std::vector<char> peer_reach_;  // node_size x node_size: row r, what r's GPU reaches
+  int my_node_rank_ = 0;
+  int node_size_ = 0;
+  std::vector<void*> registered_;  // host slots pinned for this device
+  ChannelPacer pacer_;
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<DeviceRecvStream>> recvs_;
 };

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -107,17 +108,25 @@ class StreamThread {
   std::thread worker_;
 };
 
-// Where the emulated "IPC handle" points: a segment's name and its size.
+// Where the emulated "IPC handle" points: a segment's name and its size, and the
+// GPU whose memory it is.
 struct EmulatedHandle {
   char name[transport::ShmSegment::kMaxNameBytes];
   std::uint64_t bytes;
+  std::int32_t gpu;
 };
+
+constexpr const char* kPeerIdPrefix = "emulated GPU ";
 static_assert(sizeof(EmulatedHandle) <= sizeof(IpcHandle::bytes));
 
 class EmulatedDevice final : public Device {
  public:
-  EmulatedDevice(int max_delay_us, HostKernels kernels)
-      : max_delay_us_(max_delay_us), kernels_(kernels) {
+  EmulatedDevice(EmulationOptions options, HostKernels kernels)
+      : max_delay_us_(options.max_delay_us),
+        gpu_(options.gpu),
+        peer_group_(options.peer_group),
+        fail_ipc_(options.fail_ipc),
+        kernels_(kernels) {
     streams_.resize(kMaxStreams);
     events_.resize(kMaxEvents);
   }
@@ -132,6 +141,15 @@ class EmulatedDevice final : public Device {
            ")";
   }
   bool emulated() const override { return true; }
+
+  std::string peerId() const override { return kPeerIdPrefix + std::to_string(gpu_); }
+  bool canAccessPeer(const std::string& peer_id) const override {
+    const std::string prefix = kPeerIdPrefix;
+    if (peer_id.rfind(prefix, 0) != 0) return false;
+    return reaches(std::atoi(peer_id.c_str() + prefix.size()));
+  }
+  void registerHost(void*, std::size_t) override {}
+  void unregisterHost(void*) noexcept override {}
 
   void* allocate(std::size_t bytes) override {
     Mapping mapping = Mapping::make(transport::ShmSegment::create(bytes == 0 ? 1 : bytes));
@@ -253,6 +271,7 @@ class EmulatedDevice final : public Device {
     EmulatedHandle h{};
     std::memcpy(h.name, it->second.user.name().c_str(), it->second.user.name().size() + 1);
     h.bytes = it->second.user.size();
+    h.gpu = gpu_;
     IpcHandle out;
     std::memcpy(out.bytes.data(), &h, sizeof h);
     return out;
@@ -261,6 +280,17 @@ class EmulatedDevice final : public Device {
     EmulatedHandle h{};
     std::memcpy(&h, handle.bytes.data(), sizeof h);
     h.name[sizeof h.name - 1] = '\0';
+    if (fail_ipc_) {
+      throw Error(blinkSystemError,
+                  "emulated device: opening a peer's memory failed "
+                  "(BLINK_DEVICE_EMULATION_FAIL_IPC=1)");
+    }
+    if (!reaches(h.gpu)) {
+      throw Error(blinkSystemError,
+                  "emulated device: GPU " + std::to_string(gpu_) + " has no peer access to GPU " +
+                      std::to_string(h.gpu) +
+                      " (BLINK_DEVICE_EMULATION_PEER_GROUP=" + std::to_string(peer_group_) + ")");
+    }
     Mapping mapping = Mapping::make(transport::ShmSegment::open(h.name));
     void* p = mapping.user.data();
     std::unique_lock lock(memory_mutex_);
@@ -329,7 +359,14 @@ class EmulatedDevice final : public Device {
     return *events_[static_cast<std::size_t>(e)];
   }
 
+  bool reaches(int gpu) const {
+    return peer_group_ <= 0 || gpu == gpu_ || gpu / peer_group_ == gpu_ / peer_group_;
+  }
+
   int max_delay_us_;
+  int gpu_;
+  int peer_group_;
+  bool fail_ipc_;
   HostKernels kernels_;
   mutable std::shared_mutex memory_mutex_;
   Segments own_;     // allocations (named: a peer may open them until released)
@@ -344,8 +381,8 @@ class EmulatedDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> makeEmulatedDevice(int max_delay_us, HostKernels kernels) {
-  return std::make_unique<EmulatedDevice>(max_delay_us, kernels);
+std::unique_ptr<Device> makeEmulatedDevice(EmulationOptions options, HostKernels kernels) {
+  return std::make_unique<EmulatedDevice>(options, kernels);
 }
 
 }  // namespace blink::device

@@ -22,7 +22,17 @@ struct HostKernels {
   std::size_t (*element_size)(blinkDataType_t type);
 };
 
-// `max_delay_us`: each stream operation first sleeps a random time up to this.
-std::unique_ptr<Device> makeEmulatedDevice(int max_delay_us, HostKernels kernels);
+struct EmulationOptions {
+  int max_delay_us = 0;  // each stream operation first sleeps a random time up to this
+  int gpu = 0;           // the GPU it plays (the local rank): its peer id
+  // GPUs i and j reach each other peer to peer only when i / peer_group == j /
+  // peer_group (e.g. 4: a PCIe machine whose two sockets' GPUs cannot); 0: all
+  // pairs. Opening the memory of a GPU out of reach fails, as CUDA IPC does.
+  int peer_group = 0;
+  // Every openMemory fails, as a CUDA IPC error would (tests of the fallback).
+  bool fail_ipc = false;
+};
+
+std::unique_ptr<Device> makeEmulatedDevice(EmulationOptions options, HostKernels kernels);
 
 }  // namespace blink::device
