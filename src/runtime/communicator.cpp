@@ -525,6 +525,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
   try {
     execute(cp.program, work, in, combine, options);
+    for (const auto& transport : transport_objects_) transport->settle(timeout_s_);
   } catch (const Error& e) {
     // Streams stopped mid-message cannot be resynchronised with the peers.
     broken_ = e.what();

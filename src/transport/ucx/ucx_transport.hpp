@@ -82,6 +82,8 @@ class UcxTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
+  // Flushes every NIC's worker (see the header comment).
+  void settle(double timeout_seconds) override;
 
   // The NIC index a stream from `sender` on `channel` uses.
   int nicFor(int sender, int channel) const;
@@ -95,6 +97,7 @@ class UcxTransport final : public Transport {
   std::vector<std::vector<std::string>> addresses_;  // [rank][nic]
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
+  std::vector<std::pair<int, UcxLink*>> used_links_;  // (peer, link) of the streams
 };
 
 }  // namespace blink::transport
