@@ -200,7 +200,7 @@ Communicator::Communicator(MPI_Comm comm) {
         between_note_ =
             " (" + transports_.between_nodes->name + " could not be used: " + e.what() + ")";
         if (layout_.rank == 0) {
-          BLINK_LOG(Warn, "streams between nodes take " << fallback.between_nodes->name << ": "
+          BLINK_LOG(Info, "streams between nodes take " << fallback.between_nodes->name << ": "
                                                         << transports_.between_nodes->name
                                                         << " could not be used: " << e.what());
         }
