@@ -204,7 +204,7 @@ Communicator::Communicator(MPI_Comm comm) {
         between_note_ =
             " (" + transports_.between_nodes->name + " could not be used: " + e.what() + ")";
         if (layout_.rank == 0) {
-          BLINK_LOG(Warn, "streams between nodes take " << fallback.between_nodes->name << ": "
+          BLINK_LOG(Info, "streams between nodes take " << fallback.between_nodes->name << ": "
                                                         << transports_.between_nodes->name
                                                         << " could not be used: " << e.what());
         }
@@ -547,6 +547,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
   try {
     execute(cp.program, work, in, combine, options);
+    for (const auto& transport : transport_objects_) transport->settle(timeout_s_);
   } catch (const Error& e) {
     // Streams stopped mid-message cannot be resynchronised with the peers.
     broken_ = e.what();

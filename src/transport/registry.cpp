@@ -1,5 +1,7 @@
 #include "transport/registry.hpp"
 
+#include <algorithm>
+
 #include "common/build_config.h"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -30,23 +32,27 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
                                      "' (this build has: " + known + ")");
 }
 
-// The transports this build has besides the built-in ones, after them.
-bool appendOptionalTransports(std::vector<TransportEntry>& entries) {
+// The transports this build has besides the built-in ones. UCX goes before pmpi,
+// so that it is the default between nodes (the communicator falls back to pmpi,
+// on every rank together, where UCX cannot be set up or reach a peer).
+bool addOptionalTransports(std::vector<TransportEntry>& entries) {
 #if BLINK_HAVE_UCX
-  entries.push_back(
-      {"ucx",
-       "UCX tagged messages between nodes, one UCP context per NIC of the node "
-       "(BLINK_UCX_NICS), eager or zero-copy rendezvous by size; experimental, taken only "
-       "where BLINK_TRANSPORT names it",
-       false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
-         UcxSetUp u;
-         u.comm = s.comm;
-         u.rank = s.rank;
-         u.local_rank_of = s.local_rank_of;
-         u.host_of = s.host_of;
-         u.timeout_seconds = s.timeout_seconds;
-         return std::make_unique<UcxTransport>(u);
-       }});
+  const auto pmpi = std::find_if(entries.begin(), entries.end(),
+                                 [](const TransportEntry& e) { return e.name == "pmpi"; });
+  entries.insert(pmpi,
+                 {"ucx",
+                  "UCX tagged messages between nodes, one UCP context per NIC of the node "
+                  "(BLINK_UCX_NICS); the default between nodes where every rank can set it up and "
+                  "reach the others, else pmpi",
+                  false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+                    UcxSetUp u;
+                    u.comm = s.comm;
+                    u.rank = s.rank;
+                    u.local_rank_of = s.local_rank_of;
+                    u.host_of = s.host_of;
+                    u.timeout_seconds = s.timeout_seconds;
+                    return std::make_unique<UcxTransport>(u);
+                  }});
 #endif
   return true;
 }
@@ -73,7 +79,7 @@ const std::vector<TransportEntry>& transportRegistry() {
          return std::make_unique<PmpiTransport>(s.comm);
        }},
   };
-  [[maybe_unused]] static const bool appended = appendOptionalTransports(entries);
+  [[maybe_unused]] static const bool added = addOptionalTransports(entries);
   return entries;
 }
 

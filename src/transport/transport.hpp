@@ -95,6 +95,14 @@ class Transport {
   // The rate shares of the channels of the plan about to run (by channel; empty:
   // equal), for a transport that paces by them (see the top). Others ignore it.
   virtual void paceByShares(const std::vector<double>& /*shares*/) {}
+  // Called on every rank once a run that used this transport has finished: returns
+  // when what this rank pushed has left the process, so that the peers receive it
+  // even if this rank stops progressing the transport now (sits in an MPI call or
+  // in another transport's wait). A pushed send only lets its source be reused; a
+  // transport whose bytes can still sit in its own buffers (UCX over TCP) flushes
+  // here. Throws blink::Error (naming a peer where it can) on failure or after
+  // `timeout_seconds`.
+  virtual void settle(double /*timeout_seconds*/) {}
 };
 
 }  // namespace blink::transport

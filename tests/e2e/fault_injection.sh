@@ -118,7 +118,7 @@ run_case() {
         fail "rank $r does not name the stopped rank $victim: $message"
       # The bytes, and where they were to move: a plan's channel and transport, or
       # the direct path's mechanism.
-      [[ $message =~ [0-9]+\ bytes && ($message =~ on\ channel\ [0-9]+\ via\ (shm|pmpi) ||
+      [[ $message =~ [0-9]+\ bytes && ($message =~ on\ channel\ [0-9]+\ via\ (shm|pmpi|ucx) ||
         $message == *"(direct path, "*) ]] || fail "rank $r names no bytes or channel: $message"
       latest=$(awk -v a="$at" -v b="$signalled" -v m="$latest" 'BEGIN { print (a - b > m ? a - b : m) }')
       if later_than "$at" "$signalled" "$late_s"; then

@@ -5,9 +5,10 @@
 #
 # Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE]
 #   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
-#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx.
+#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=pmpi (without
+#                it, streams between nodes take the default: ucx where it is built).
 #   collectives  tests/test_collectives (every collective through the C API, in
-#                place and not, checked against PMPI_* or an exact oracle) over UCX;
+#                place and not, checked against PMPI_* or an exact oracle);
 #                one case there groups ranks by BLINK_NODE_ID across hosts, which
 #                node_identity covers instead.
 #   interposer   tests/mpi_collectives_check under LD_PRELOAD=libblink_mpi.so with
@@ -26,8 +27,10 @@ set -euo pipefail
 case=$1 ranks=$2 build=$3
 setting=()
 [[ -z ${4:-} ]] || setting=(-x "$4")
+# The transport streams between nodes must take: the one named, else the default.
 between=pmpi
-[[ ${4:-} != BLINK_TRANSPORT=between=ucx ]] || between=ucx
+grep -q "define BLINK_HAVE_UCX 1" "$build/src/generated/common/build_config.h" && between=ucx
+[[ ${4:-} != BLINK_TRANSPORT=between=* ]] || between=${4#BLINK_TRANSPORT=between=}
 here=$(cd "$(dirname "$0")" && pwd)
 emulate=$here/../../scripts/emulate-hosts.sh
 
@@ -75,10 +78,12 @@ accounting() {  # accounting FILE COLLECTIVE FIELD
 
 case "$case" in
   collectives)
-    run collectives 240 "$build/tests/test_collectives" \
-      --gtest_filter=-Communicators.EmulatedNodesUsePmpiBetweenThem ||
+    run collectives 240 -x BLINK_DEBUG=INFO "$build/tests/test_collectives" \
+      --gtest_filter=-Communicators.EmulatedNodesStreamBetweenThem ||
       fail "test_collectives failed (exit $?)"
     grep -q "PASSED" "$work/collectives.out" || fail "no PASSED line"
+    grep -q "streams: shm within a node, $between between nodes" "$work/collectives.err" ||
+      fail "streams between nodes did not take $between"
     ;;
   interposer)
     run interposer 240 -x LD_PRELOAD="$build/mpi_glue/libblink_mpi.so" -x BLINK_DEBUG=INFO \

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "blink/blink.h"
+#include "common/build_config.h"
 #include "mpi_test_support.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/reduce_cpu.hpp"
@@ -409,7 +410,9 @@ TEST(Communicators, SplitAndDupAliveTogether) {
   MPI_Comm_free(&dup);
 }
 
-TEST(Communicators, EmulatedNodesUsePmpiBetweenThem) {
+// Ranks of one machine grouped as two nodes: streams between them take the
+// default transport, UCX where it is built (over this machine's interfaces).
+TEST(Communicators, EmulatedNodesStreamBetweenThem) {
   const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO fixes the nodes";
@@ -419,6 +422,10 @@ TEST(Communicators, EmulatedNodesUsePmpiBetweenThem) {
   size_t length = 0;
   ASSERT_EQ(blinkCommExplain(comm.get(), text, sizeof(text), &length), blinkSuccess);
   EXPECT_NE(std::string(text).find("2 node(s)"), std::string::npos) << text;
+  if (std::getenv("BLINK_TRANSPORT") == nullptr) {
+    const std::string between = BLINK_HAVE_UCX ? "ucx between nodes" : "pmpi between nodes";
+    EXPECT_NE(std::string(text).find(between), std::string::npos) << text;
+  }
   checkAllReduce(comm, blinkFloat32, blinkSum, 100003, false);
   checkAllReduce(comm, blinkInt64, blinkProd, 1009, true);
 }

@@ -1,12 +1,15 @@
 // Streams between nodes over UCX (UCP), one context and worker per NIC of the node.
 //
-// EXPERIMENTAL, taken only where BLINK_TRANSPORT names it (between=ucx). Known
-// problem (UCX 1.13 over TCP, emulated hosts, 2 and 3 hosts): in test_collectives'
-// Reduce.EveryRootAndOp, an 80 KB Reduce sometimes stalls: the sender's request
-// for a 23 KB message stays pending and the receiver's matching receive (same
-// tag, posted, worker progressed) never completes, with no bytes queued in either
-// socket; UCX_RNDV_THRESH=inf, one worker per direction, thread mode SINGLE and
-// connecting in rank order did not change it; PMPI streams pass the same test.
+// The default between nodes where every rank sets it up (registry.cpp; else pmpi).
+// Three rules keep it from stalling (UCX 1.13 over TCP, emulated hosts; before
+// them an 80 KB Reduce across 2-3 hosts stalled in about 1 run of 8):
+// - settle() flushes every worker before a collective returns: over TCP, a send
+//   completes once UCX has copied it, and the bytes the socket did not take move
+//   only while the SENDER progresses; a rank that returned and sat in PMPI_Reduce
+//   left its peer waiting for ever.
+// - Every wait progresses every NIC's worker, not only the stream's.
+// - On IP interfaces sends are eager (RNDV_THRESH=inf unless UCX_RNDV_THRESH is
+//   set): a rendezvous of 40 KB sometimes never completed, both sides progressing.
 //
 // Why the tagged API: a stream is an ordered sequence of messages from one rank to
 // one peer, and the receiver always knows the size of the next one: that is exactly
@@ -82,6 +85,8 @@ class UcxTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
+  // Flushes every NIC's worker (see the header comment).
+  void settle(double timeout_seconds) override;
 
   // The NIC index a stream from `sender` on `channel` uses.
   int nicFor(int sender, int channel) const;
@@ -95,6 +100,7 @@ class UcxTransport final : public Transport {
   std::vector<std::vector<std::string>> addresses_;  // [rank][nic]
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
+  std::vector<std::pair<int, UcxLink*>> used_links_;  // (peer, link) of the streams
 };
 
 }  // namespace blink::transport
