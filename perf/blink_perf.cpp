@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -960,6 +961,26 @@ std::string mpiLibrary() {
   return s;
 }
 
+// The nodes Blink sees (how many, their ranks, how they were told apart), which
+// can differ from the MPI host names (BLINK_NODE_ID): the lines of
+// blinkCommExplain before its topology.
+std::vector<std::string> blinkNodes(blinkComm_t comm) {
+  std::vector<char> text(1 << 16);
+  std::size_t length = 0;
+  if (blinkCommExplain(comm, text.data(), text.size(), &length) != blinkSuccess) {
+    return {std::string("Blink's nodes: unknown (") + blinkGetLastError() + ")"};
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(std::string(text.data()));
+  for (std::string line; std::getline(in, line) && line.rfind("Topology:", 0) != 0;) {
+    if (line.rfind("Blink communicator: rank ", 0) == 0) {
+      line = "Blink sees" + line.substr(line.find(','));  // ", N node(s) by ..."
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 int benchmark(const Options& o) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1037,8 +1058,9 @@ int benchmark(const Options& o) {
           o.out_of_place && o.in_place ? "both" : (o.in_place ? "1" : "0"),
           o.baseline_mpi ? "mpi" : "none");
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
-      std::printf("# %d rank(s) on %zu node(s), %s buffers\n", n, distinct.size(),
+      std::printf("# %d rank(s) on %zu MPI host(s), %s buffers\n", n, distinct.size(),
                   bench.memoryName());
+      for (const std::string& line : blinkNodes(comm)) std::printf("# %s\n", line.c_str());
       for (int r = 0; r < n; ++r) {
         std::printf("#  Rank %2d Pid %7d on %s\n", r, pids[static_cast<std::size_t>(r)],
                     &hosts[static_cast<std::size_t>(r) * kHostLen]);

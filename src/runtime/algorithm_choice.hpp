@@ -21,13 +21,16 @@
 
 namespace blink::runtime {
 
-enum class Algorithm { Board, Direct, Trees, Hierarchical, Ring, DoubleBinaryTree };
-constexpr int kNumAlgorithms = 6;
+// Leaders: the board within each node plus log rounds between node leaders
+// (algorithms/node_leaders.hpp), for small calls across nodes.
+enum class Algorithm { Board, Direct, Trees, Hierarchical, Ring, DoubleBinaryTree, Leaders };
+constexpr int kNumAlgorithms = 7;
 
-// "board", "direct", "trees", "hierarchical", "ring", "dbt".
+// "board", "direct", "trees", "hierarchical", "ring", "dbt", "leaders".
 std::string_view toString(Algorithm algorithm);
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
-// Whether the algorithm runs a plan through the executor (all but board and direct).
+// Whether the algorithm runs a plan through the executor (all but board, direct and
+// leaders).
 bool runsPlan(Algorithm algorithm);
 
 // BLINK_ALGO: "NAME" for every collective, or "COLLECTIVE:NAME,..." with collectives
@@ -50,6 +53,9 @@ struct NodeAlgorithms {
   std::string board_off;
   std::uint64_t direct_min = 0;  // 0: no direct path (direct_off says why)
   std::string direct_off;
+  // Across nodes: each node's board (board_capacity) and streams between the leaders.
+  bool leaders = false;  // false: leaders_off says why
+  std::string leaders_off;
 };
 
 struct CandidateTime {
