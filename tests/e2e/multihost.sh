@@ -93,7 +93,7 @@ case "$case" in
     grep -q " 0 wrong$" "$work/interposer.out" || fail "wrong results"
     grep -q "streams: shm within a node, $between between nodes" "$work/interposer.err" ||
       fail "streams between nodes did not take $between"
-    grep -q "decided AllReduce of [0-9]* bytes on .*: leaders (predicted" "$work/interposer.err" ||
+    grep -q "decided allreduce of [0-9]* bytes on .*: leaders (predicted" "$work/interposer.err" ||
       fail "no small AllReduce took the node leaders' algorithm"
     for coll in allreduce bcast reduce allgather reduce_scatter_block; do
       [[ $(accounting "$work/interposer.err" $coll handled) -gt 0 ]] || fail "Blink handled no $coll"
