@@ -106,7 +106,9 @@ results overflow (the check's inputs overflow only beyond 17 ranks; `--mca op ^a
 avoids it); that is the MPI library's result, not Blink's, and does not change the exit
 status.
 
-Output, text: a header (build, MPI library, ranks and nodes, memcpy GB/s), one row
+Output, text: a header (build, MPI library, ranks and MPI hosts, the nodes Blink sees
+with their ranks and how they were told apart (host name or BLINK_NODE_ID), memcpy
+GB/s), one row
 per size: size, count (elements), type, redop, root (-1: none), then time(us),
 algbw(GB/s), busbw(GB/s), #wrong (N/A without -c 1) for each of out-of-place and in-place
 (blink, then mpi), then the ratio blink/mpi of busbw (= mpi time / blink time) for each;
@@ -974,7 +976,7 @@ std::vector<std::string> blinkNodes(blinkComm_t comm) {
   std::istringstream in(std::string(text.data()));
   for (std::string line; std::getline(in, line) && line.rfind("Topology:", 0) != 0;) {
     if (line.rfind("Blink communicator: rank ", 0) == 0) {
-      line = "Blink sees" + line.substr(line.find(','));  // ", N node(s) by ..."
+      line = "Blink sees" + line.substr(line.find(',') + 1);  // " N node(s) by ..."
     }
     lines.push_back(line);
   }

@@ -5,6 +5,7 @@
 #
 # Usage: perf/run_small_multihost.sh [--build-dir DIR] [--layouts "2,2 2,2,1 1,1,1"]
 #                                    [--reps N] [--iters N]
+# (EMULATE_PREFIX: the hosts' namespace prefix, default sm<pid>)
 # For each layout and repetition:
 #   - blink_perf --baseline mpi for allreduce, broadcast, reduce, allgather and
 #     reducescatter (float32, out of place, -n ITERS): each size runs through Blink's
@@ -21,7 +22,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build layouts="2,2 2,2,1 1,1,1" reps=5 iters=200
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --build-dir) build=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
@@ -31,7 +32,7 @@ while [[ $# -gt 0 ]]; do
 done
 emulate=$root/scripts/emulate-hosts.sh
 why=$("$emulate" check) || { echo "run_small_multihost.sh: $why" >&2; exit 1; }
-prefix=sm$$
+prefix=${EMULATE_PREFIX:-sm$$}
 prefix=${prefix:0:8}
 trap '"$emulate" teardown --prefix "$prefix" >/dev/null 2>&1 || true' EXIT
 mkdir -p "$root/perf/results"
@@ -39,13 +40,14 @@ csv=$root/perf/results/small_multihost.csv
 echo "layout,rep,source,impl,call,bytes,time_us" >"$csv"
 lib=$build/mpi_glue/libblink_mpi.so
 for layout in $layouts; do
+  name=${layout//,/+}  # 2+2+1: no commas in a CSV field
   hosts=$(($(tr -cd , <<<"$layout" | wc -c) + 1))
   "$emulate" setup --prefix "$prefix" --hosts "$hosts" >/dev/null
   for rep in $(seq 1 "$reps"); do
     for coll in allreduce broadcast reduce allgather reducescatter; do
       "$emulate" run --prefix "$prefix" --ranks "$layout" "$build/perf/blink_perf" \
         --baseline mpi --collective "$coll" -b 8 -e 4K -n "$iters" -w 20 --inplace 0 \
-        --format csv | awk -F, -v l="$layout" -v r="$rep" \
+        --format csv | awk -F, -v l="$name" -v r="$rep" \
         '$1 == "blink" || $1 == "mpi" { print l "," r ",blink_perf," $1 "," $2 "," $3 "," $7 }' \
         >>"$csv"
     done
@@ -56,7 +58,7 @@ for layout in $layouts; do
       [[ $impl == blink ]] && extra=(-x "LD_PRELOAD=$lib" -x BLINK_MPI_MIN_BYTES=0)
       "$emulate" run --prefix "$prefix" --ranks "$layout" "${extra[@]+"${extra[@]}"}" \
         "$build/perf/mpi_small_calls" -n $((iters * 10)) | tail -n +2 |
-        sed "s/^/$layout,$rep,interposer,$impl,/" >>"$csv"
+        sed "s/^/$name,$rep,interposer,$impl,/" >>"$csv"
     done
   done
 done
@@ -85,7 +87,7 @@ for key in sorted(ratios, key=lambda k: (k[0], k[1], k[2], k[3])):
     med = statistics.median(rs)
     lowest = med if lowest is None else min(lowest, med)
     name = call if source == "blink_perf" else "MPI_" + call + " (interposed)"
-    out.append(f"| {layout.replace(',', '+')} | {name} | {size} | {m:.1f} | {b:.1f} | "
+    out.append(f"| {layout} | {name} | {size} | {m:.1f} | {b:.1f} | "
                f"**{med:.2f}** ({min(rs):.2f}-{max(rs):.2f}) |")
 out.append("")
 out.append(f"Lowest median ratio: {lowest:.2f}; {len(set(r['rep'] for r in rows))} repetitions.")

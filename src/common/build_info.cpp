@@ -30,6 +30,6 @@ extern "C" const char* blinkGetBuildInfo(void) {
       (BLINK_HAVE_UCX ? "; UCX: the ucx transport between nodes, opt-in (BLINK_TRANSPORT)"
                       : "; UCX: not built") +
       "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
-      "direct, trees, hierarchical, ring, dbt)";
+      "direct, leaders, trees, hierarchical, ring, dbt)";
   return info.c_str();
 }

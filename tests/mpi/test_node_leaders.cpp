@@ -23,22 +23,12 @@
 namespace {
 
 using blink::algorithms::NodeLeaders;
+using blink::test::callValues;
 using blink::test::worldRank;
 using blink::test::worldSize;
 
 constexpr std::size_t kCapacity = 8192;
 constexpr double kTimeout = 60.0;
-
-std::vector<std::int32_t> values(int rank, int call, std::size_t count) {
-  std::vector<std::int32_t> v(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    v[i] = static_cast<std::int32_t>((static_cast<std::size_t>(rank) * 7919u +
-                                      static_cast<std::size_t>(call) * 131u + i * 31u) %
-                                     2001u) -
-           1000;
-  }
-  return v;
-}
 
 const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_t bytes) {
   blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
@@ -98,7 +88,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
       const std::string at =
           what + ", " + std::to_string(count) + " int32" + (in_place ? " in place" : "");
       ++call;
-      std::vector<std::int32_t> in = values(rank, call, count), out(count, -7), want(count);
+      std::vector<std::int32_t> in = callValues(rank, call, count), out(count, -7), want(count);
       if (in_place) out = in;
       leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum);
       MPI_Allreduce(in.data(), want.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
@@ -106,12 +96,12 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
       ASSERT_EQ(out, want) << "AllReduce, " << at;
       for (int root = 0; root < n; ++root) {
         ++call;
-        std::vector<std::int32_t> data = values(root, call, count);
+        std::vector<std::int32_t> data = callValues(root, call, count);
         std::vector<std::int32_t> got = rank == root ? data : std::vector<std::int32_t>(count);
         std::vector<std::int32_t> src = data;
         leaders.broadcast(bytesOf(in_place || rank != root ? got : src), bytesOf(got), bytes, root);
         ASSERT_EQ(got, data) << "Broadcast root " << root << ", " << at;
-        std::vector<std::int32_t> mine = values(rank, call, count), sum(count, -7);
+        std::vector<std::int32_t> mine = callValues(rank, call, count), sum(count, -7);
         if (in_place && rank == root) sum = mine;
         leaders.reduce(bytesOf(in_place && rank == root ? sum : mine), bytesOf(sum), bytes, kSum,
                        root);
@@ -123,7 +113,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
         }
       }
       ++call;
-      std::vector<std::int32_t> block = values(rank, call, count), all(count * un, -7),
+      std::vector<std::int32_t> block = callValues(rank, call, count), all(count * un, -7),
                                 expected(count * un);
       if (in_place) std::copy(block.begin(), block.end(), all.begin() + rank * count);
       leaders.allGather(in_place ? bytesOf(all) + rank * bytes : bytesOf(block), bytesOf(all),
@@ -132,7 +122,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
                     static_cast<int>(count), MPI_INT32_T, MPI_COMM_WORLD);
       ASSERT_EQ(all, expected) << "AllGather, " << at;
       ++call;
-      std::vector<std::int32_t> whole = values(rank, call, count * un), part(count, -7),
+      std::vector<std::int32_t> whole = callValues(rank, call, count * un), part(count, -7),
                                 want_part(count);
       std::vector<std::int32_t> inplace = whole;
       leaders.reduceScatter(in_place ? bytesOf(inplace) : bytesOf(whole),

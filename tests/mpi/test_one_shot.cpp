@@ -24,16 +24,8 @@ using blink::test::ScopedEnv;
 using blink::test::worldRank;
 using blink::test::worldSize;
 
-// Distinct per rank, call and index, small enough that sums never overflow.
 std::vector<std::int32_t> data(int rank, int call, std::size_t count) {
-  std::vector<std::int32_t> v(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    v[i] = static_cast<std::int32_t>((static_cast<std::size_t>(rank) * 7919u +
-                                      static_cast<std::size_t>(call) * 104729u + i * 31u) %
-                                     2001u) -
-           1000;
-  }
-  return v;
+  return blink::test::callValues(rank, call, count);
 }
 
 constexpr std::size_t kMaxBytes = 16384;  // BLINK_ONE_SHOT_MAX_BYTES in the tests below
