@@ -1,26 +1,27 @@
 // Small collectives across nodes in a few message latencies: the one-shot board
 // (shm_one_shot.hpp) gathers or reduces within each node onto its leader (local
-// rank 0), the leaders run a log-round algorithm between them, and the board spreads
-// the result within each node again. A plan pays a message latency per step of its
-// trees within and between nodes; here a call pays two board synchronisations and
-// ceil(log2 nodes) rounds between nodes (two more for AllReduce, AllGather and
-// ReduceScatter where the node count is not a power of two), so the planner picks it
-// for small messages only (its cost model is predictSeconds below). Up to
-// kOneRoundMaxNodes nodes the leaders need one round only: each sends its message to
-// (or receives from) every other at once, and every leader combines in node order.
+// rank 0), the leaders exchange between them, and the board spreads the result within
+// each node again. A plan pays a message latency per step of its trees within and
+// between nodes; here a call pays at most two board synchronisations and the rounds
+// between nodes, and moves whole buffers, so the planner picks it for small messages
+// only (its cost model is predictSeconds below).
 //
-// In a rooted call (Broadcast, Reduce) the root itself speaks for its node, so no
-// board phase carries the data between it and its leader. Between the leaders:
-// recursive doubling for AllReduce, ReduceScatter (an AllReduce of the whole buffer,
-// each rank then taking its block from the board) and AllGather (each round exchanges the node
-// blocks gathered so far); a binomial tree for Broadcast and Reduce. With a node count N that is
-// not a power of two p, the leaders p..N-1 first hand their data to leaders 0..N-p-1 and get the
-// result from them at the end. Messages travel on the transport between nodes (transport.hpp
-// streams, one channel of their own), so they take UCX or PMPI as the plans' streams do.
+// Between the leaders: up to kOneRoundMaxNodes nodes one round, each leader sending
+// its message to (or receiving from) every other at once and combining in node order.
+// Beyond, log rounds: recursive doubling for AllReduce, ReduceScatter (an AllReduce of
+// the whole buffer) and AllGather (each round exchanges the node blocks gathered so
+// far), a binomial tree for Broadcast and Reduce; with a node count N that is not a
+// power of two p, the leaders p..N-1 first hand their data to leaders 0..N-p-1 and get
+// the result from them at the end (two more rounds). In a rooted call (Broadcast,
+// Reduce) the root itself speaks for its node, so no board phase carries the data
+// between it and its leader. In ReduceScatter each rank takes its block from the
+// leader's result on the board. Messages travel on the transport between nodes
+// (transport.hpp streams, one channel of their own), so they take UCX or PMPI as the
+// plans' streams do.
 //
-// Every combination is "lower node first" (acc of the lower-indexed group combined
-// with the higher one's), so every leader, and through the board every rank, gets the
-// same bits; the order is fixed for a given node layout (and root, for Reduce).
+// Combinations run in a fixed order: node order in one round, "lower node first" in
+// recursive doubling, relative to the root in a binomial Reduce; so every leader, and
+// through the board every rank, gets the same bits for a given node layout (and root).
 //
 // Every rank of the communicator must make the same calls in the same order; every
 // wait ends after the timeout with an error that names the rank waited for.

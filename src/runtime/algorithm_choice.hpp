@@ -1,7 +1,8 @@
 // The one place that decides how a collective runs. Every algorithm is a candidate
 // with a predicted time on the job's topology graph: the node algorithms that run
 // without a plan (the one-shot board and the direct path, src/algorithms/, priced by
-// their host-memory cost model) and the planner's plans (Blink's trees, the
+// their host-memory cost model; across nodes, node leaders: the board on each node
+// plus rounds between nodes) and the planner's plans (Blink's trees, the
 // hierarchical composition, rings and double binary trees, priced by the
 // simulator). The fastest wins; BLINK_ALGO can force one per collective, as
 // NCCL_ALGO does. The choice is a pure function of its arguments, so every rank,
