@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -113,7 +114,9 @@ results overflow (the check's inputs overflow only beyond 17 ranks; `--mca op ^a
 avoids it); that is the MPI library's result, not Blink's, and does not change the exit
 status.
 
-Output, text: a header (build, MPI library, ranks and nodes, memcpy GB/s), one row
+Output, text: a header (build, MPI library, ranks and MPI hosts, the nodes Blink sees
+with their ranks and how they were told apart (host name or BLINK_NODE_ID), memcpy
+GB/s), one row
 per size: size, count (elements), type, redop, root (-1: none), then time(us),
 algbw(GB/s), busbw(GB/s), #wrong (N/A without -c 1) for each of out-of-place and in-place
 (blink, then mpi), then the ratio blink/mpi of busbw (= mpi time / blink time) for each;
@@ -1015,6 +1018,26 @@ std::string mpiLibrary() {
   return s;
 }
 
+// The nodes Blink sees (how many, their ranks, how they were told apart), which
+// can differ from the MPI host names (BLINK_NODE_ID): the lines of
+// blinkCommExplain before its topology.
+std::vector<std::string> blinkNodes(blinkComm_t comm) {
+  std::vector<char> text(1 << 16);
+  std::size_t length = 0;
+  if (blinkCommExplain(comm, text.data(), text.size(), &length) != blinkSuccess) {
+    return {std::string("Blink's nodes: unknown (") + blinkGetLastError() + ")"};
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(std::string(text.data()));
+  for (std::string line; std::getline(in, line) && line.rfind("Topology:", 0) != 0;) {
+    if (line.rfind("Blink communicator: rank ", 0) == 0) {
+      line = "Blink sees" + line.substr(line.find(',') + 1);  // " N node(s) by ..."
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 int benchmark(const Options& o) {
   int rank = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1099,8 +1122,9 @@ int benchmark(const Options& o) {
           o.out_of_place && o.in_place ? "both" : (o.in_place ? "1" : "0"),
           o.baseline_mpi ? "mpi" : (o.baseline_nccl ? "nccl" : "none"));
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
-      std::printf("# %d rank(s) on %zu node(s), %s buffers\n", n, distinct.size(),
+      std::printf("# %d rank(s) on %zu MPI host(s), %s buffers\n", n, distinct.size(),
                   bench.memoryName());
+      for (const std::string& line : blinkNodes(comm)) std::printf("# %s\n", line.c_str());
       for (int r = 0; r < n; ++r) {
         std::printf("#  Rank %2d Pid %7d on %s\n", r, pids[static_cast<std::size_t>(r)],
                     &hosts[static_cast<std::size_t>(r) * kHostLen]);

@@ -72,6 +72,26 @@ struct NotAnotherRank {
   }
 };
 
+// The lowest-latency route from `from`: Dijkstra on the links' one-way latencies.
+struct LatencyRoutes {
+  std::vector<topo::Vertex> parent;
+  std::vector<double> latency_us;
+};
+
+LatencyRoutes latencyFrom(const topo::Topology& t, topo::Vertex from) {
+  const std::size_t n = t.numDevices();
+  LatencyRoutes out{std::vector<topo::Vertex>(n), std::vector<double>(n, 0.0)};
+  auto latency = [&t](const topo::Edge& e) { return t.link(e).latency_us; };
+  boost::dijkstra_shortest_paths(
+      t.graph(), from,
+      boost::predecessor_map(out.parent.data())
+          .distance_map(out.latency_us.data())
+          .weight_map(boost::make_function_property_map<topo::Edge, double>(latency)));
+  return out;
+}
+
+HostMemoryPaths pathsOf(const topo::Topology& t, const std::vector<topo::Vertex>& gpus);
+
 }  // namespace
 
 HostMemoryPaths hostMemoryPaths(const topo::Topology& t) {
@@ -88,6 +108,64 @@ HostMemoryPaths hostMemoryPaths(const topo::Topology& t) {
       return out;
     }
   }
+  return pathsOf(t, gpus);
+}
+
+HostMemoryPaths hostMemoryPathsOfNode(const topo::Topology& t, int node) {
+  std::vector<topo::Vertex> gpus;
+  for (topo::Vertex g : t.gpus()) {
+    if (t.device(g).node == node) gpus.push_back(g);
+  }
+  if (gpus.empty()) {
+    HostMemoryPaths out;
+    out.why_not = "node " + std::to_string(node) + " has no ranks";
+    return out;
+  }
+  return pathsOf(t, gpus);
+}
+
+BetweenNodes betweenNodes(const topo::Topology& t) {
+  BetweenNodes out;
+  std::map<int, topo::Vertex> first_of;  // node -> its lowest-gpu_index rank
+  for (topo::Vertex g : t.gpus()) first_of.emplace(t.device(g).node, g);
+  if (first_of.size() < 2) {
+    out.why_not = "the ranks share one node";
+    return out;
+  }
+  double slowest_us = 0.0;
+  out.bytes_per_s = std::numeric_limits<double>::infinity();
+  for (const auto& [node, from] : first_of) {
+    out.nodes.push_back(node);
+    const LatencyRoutes routes = latencyFrom(t, from);
+    for (const auto& [other, to] : first_of) {
+      if (other == node) continue;
+      double narrowest = std::numeric_limits<double>::infinity();
+      for (topo::Vertex v = to; v != from;) {
+        const topo::Vertex p = routes.parent[v];
+        const auto links = t.linksBetween(p, v);
+        if (p == v || links.empty()) {
+          out.why_not =
+              "no route from node " + std::to_string(node) + " to node " + std::to_string(other);
+          return out;
+        }
+        double widest = 0.0;
+        for (const auto& e : links) widest = std::max(widest, t.link(e).capacity());
+        narrowest = std::min(narrowest, widest);
+        v = p;
+      }
+      slowest_us = std::max(slowest_us, routes.latency_us[to]);
+      out.bytes_per_s = std::min(out.bytes_per_s, narrowest * kBytesPerGB);
+    }
+  }
+  out.round_seconds = slowest_us * 1e-6 + kStepOverheadSeconds;
+  return out;
+}
+
+namespace {
+
+HostMemoryPaths pathsOf(const topo::Topology& t, const std::vector<topo::Vertex>& gpus) {
+  HostMemoryPaths out;
+  const int node = t.device(gpus.front()).node;
   std::vector<topo::Vertex> cpus;
   for (topo::Vertex v = 0; v < t.numDevices(); ++v) {
     if (t.device(v).kind == topo::DeviceKind::Cpu && t.device(v).node == node) cpus.push_back(v);
@@ -146,6 +224,8 @@ HostMemoryPaths hostMemoryPaths(const topo::Topology& t) {
   out.sync_seconds = kStepOverheadSeconds + 2.0 * latency;
   return out;
 }
+
+}  // namespace
 
 double predictSeconds(const HostMemoryPaths& paths, const Traffic& traffic) {
   if (!paths.why_not.empty())

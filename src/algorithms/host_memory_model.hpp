@@ -35,6 +35,20 @@ struct HostMemoryPaths {
 // Applies when every GPU vertex (plan rank) lies on one node that has a CPU vertex
 // reachable both ways; why_not says otherwise.
 HostMemoryPaths hostMemoryPaths(const topo::Topology& topology);
+// The same for the GPU vertices (plan ranks) of one node only (indices in the result
+// count that node's ranks in increasing gpu_index), where the ranks span nodes.
+HostMemoryPaths hostMemoryPathsOfNode(const topo::Topology& topology, int node);
+
+// The network between nodes as each node's first rank (lowest gpu_index) sees it: the
+// lowest-latency route between every pair of them, for algorithms whose rounds
+// between nodes pay a message latency each (node_leaders.hpp).
+struct BetweenNodes {
+  std::string why_not;         // non-empty: fewer than two nodes, or a pair is unreachable
+  std::vector<int> nodes;      // the nodes holding ranks, increasing
+  double round_seconds = 0.0;  // the slowest pair's route latency plus a step's cost
+  double bytes_per_s = 0.0;    // the narrowest link on those routes
+};
+BetweenNodes betweenNodes(const topo::Topology& topology);
 
 // Bytes one rank moves through node memory in a call, and how many synchronisations
 // the call needs: what each algorithm's model fills in.

@@ -134,6 +134,29 @@ void ShmOneShot::allGather(const std::byte* in, std::byte* out, std::size_t bloc
   finish();
 }
 
+void ShmOneShot::gather(const std::byte* in, std::byte* out, std::size_t block_bytes, int root) {
+  begin("Gather", block_bytes);
+  post(in, block_bytes);
+  if (rank_ == root) {
+    for (int r = 0; r < size_; ++r) {
+      std::memcpy(out + static_cast<std::size_t>(r) * block_bytes, await(r), block_bytes);
+    }
+  }
+  finish();
+}
+
+void ShmOneShot::scatter(const std::byte* in, std::size_t bytes, std::byte* out, std::size_t at,
+                         std::size_t part_bytes, int root) {
+  begin("Scatter", bytes);
+  if (rank_ == root) {
+    post(in, bytes);
+    std::memmove(out, in + at, part_bytes);
+  } else {
+    std::memcpy(out, await(root) + at, part_bytes);
+  }
+  finish();
+}
+
 void ShmOneShot::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                                const Combine& combine) {
   const std::size_t bytes = static_cast<std::size_t>(size_) * block_bytes;

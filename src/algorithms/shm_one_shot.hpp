@@ -56,6 +56,12 @@ class ShmOneShot {
   void reduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
               int root);
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
+  // The blocks land in rank order in `out` on the root only (node_leaders.hpp).
+  void gather(const std::byte* in, std::byte* out, std::size_t block_bytes, int root);
+  // The root posts `bytes` (`in`, read on the root only); each rank copies the part
+  // [at, at + part_bytes) of them, its own, to `out` (node_leaders.hpp).
+  void scatter(const std::byte* in, std::size_t bytes, std::byte* out, std::size_t at,
+               std::size_t part_bytes, int root);
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                      const Combine& combine);
 

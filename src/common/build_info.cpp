@@ -31,6 +31,6 @@ extern "C" const char* blinkGetBuildInfo(void) {
            ? "; UCX: the ucx transport between nodes, the default where it reaches every peer"
            : "; UCX: not built") +
       "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
-      "direct, trees, hierarchical, ring, dbt)";
+      "direct, leaders, trees, hierarchical, ring, dbt)";
   return info.c_str();
 }

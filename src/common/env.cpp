@@ -97,7 +97,8 @@ const std::vector<Variable>& registry() {
        "(`trees`) or per collective (`allreduce:trees,bcast:direct`). Algorithms: `board` "
        "(one-shot shared-memory board), `direct` (the node's direct path), `trees` (Blink's "
        "packed trees), `hierarchical` (trees per node plus an inter-node phase), `ring`, `dbt` "
-       "(double binary trees). Collectives: allreduce, broadcast (bcast), reduce, allgather, "
+       "(double binary trees), `leaders` (across nodes: the board on each node plus log rounds "
+       "between node leaders). Collectives: allreduce, broadcast (bcast), reduce, allgather, "
        "reducescatter. Where the forced one does not apply to a call, the planner chooses and "
        "says why at INFO."},
       {"BLINK_TRANSPORT", Kind::Text, "NAME or within=NAME,between=NAME", "",
@@ -111,7 +112,9 @@ const std::vector<Variable>& registry() {
        "The capacity of the one-shot shared-memory board: collectives of at most this many "
        "bytes on a communicator within one node may take it (every rank posts its input on a "
        "shared board and reads the others': one synchronisation instead of a plan's one per "
-       "step) where its cost model predicts it fastest. 0: no board."},
+       "step) where its cost model predicts it fastest; across nodes each node has one, and calls "
+       "of at most this many bytes may take `leaders` (the board plus rounds between node "
+       "leaders). 0: no board."},
       {"BLINK_SHM_DIRECT_MIN_BYTES", Kind::Integer, "0..1099511627776", "32768",
        "AllReduce, Reduce, ReduceScatter, AllGather and Broadcast of at least this many bytes on a "
        "communicator within one node may take the direct path where its cost model predicts it "

@@ -5,6 +5,7 @@
 
 #include "algorithms/host_memory_model.hpp"
 #include "algorithms/node_collectives.hpp"
+#include "algorithms/node_leaders.hpp"
 #include "algorithms/shm_one_shot.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
@@ -12,8 +13,8 @@
 namespace blink::runtime {
 namespace {
 
-constexpr std::array<std::string_view, kNumAlgorithms> kNames = {"board",        "direct", "trees",
-                                                                 "hierarchical", "ring",   "dbt"};
+constexpr std::array<std::string_view, kNumAlgorithms> kNames = {
+    "board", "direct", "trees", "hierarchical", "ring", "dbt", "leaders"};
 
 std::optional<plan::Collective> parseCollective(std::string_view name) {
   if (name == "allreduce") return plan::Collective::AllReduce;
@@ -52,7 +53,7 @@ std::optional<Algorithm> parseAlgorithm(std::string_view name) {
 }
 
 bool runsPlan(Algorithm a) {
-  return a != Algorithm::Board && a != Algorithm::Direct;
+  return a != Algorithm::Board && a != Algorithm::Direct && a != Algorithm::Leaders;
 }
 
 ForcedAlgorithms ForcedAlgorithms::parse(std::string_view text) {
@@ -121,7 +122,18 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
           paths, algorithms::directTraffic(call.collective, call.bytes, ranks, call.root_plan));
     }
   }
-  choice.candidates = {board, direct};
+  // Across nodes: the board on each node and rounds between the nodes' leaders.
+  CandidateTime leaders{Algorithm::Leaders, -1.0, ""};
+  if (!node.leaders) {
+    leaders.why_not = node.leaders_off;
+  } else if (call.bytes > node.board_capacity) {
+    leaders.why_not =
+        "above the board's capacity of " + std::to_string(node.board_capacity) + " bytes";
+  } else {
+    leaders.seconds = algorithms::NodeLeaders::predictSeconds(topology, call.collective, call.bytes,
+                                                              call.root_plan, leaders.why_not);
+  }
+  choice.candidates = {board, direct, leaders};
 
   // The planner's plans, each family once (its best member).
   plan::PlannerOptions options = planner;
@@ -150,7 +162,10 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
   }
 
   // The winner: the forced algorithm where it applies, else the fastest; ties keep
-  // the order above (the node algorithms first: fewer synchronisations).
+  // the order above (the node algorithms first: fewer synchronisations, no executor).
+  // Predictions closer than one step's software cost (1 us, the smallest time either
+  // model charges; link latencies are known to a digit or two) are ties.
+  constexpr double kTieSeconds = 1e-6;
   const CandidateTime* best = nullptr;
   for (const auto& c : choice.candidates) {
     if (c.seconds < 0.0) continue;
@@ -158,7 +173,7 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
       best = &c;
       break;
     }
-    if (best == nullptr || c.seconds < best->seconds) best = &c;
+    if (best == nullptr || c.seconds < best->seconds - kTieSeconds) best = &c;
   }
   if (wanted && (best == nullptr || best->algorithm != *wanted) && forced_note.empty()) {
     const auto it = std::find_if(choice.candidates.begin(), choice.candidates.end(),

@@ -1,7 +1,8 @@
 // The one place that decides how a collective runs. Every algorithm is a candidate
 // with a predicted time on the job's topology graph: the node algorithms that run
 // without a plan (the one-shot board and the direct path, src/algorithms/, priced by
-// their host-memory cost model) and the planner's plans (Blink's trees, the
+// their host-memory cost model; across nodes, node leaders: the board on each node
+// plus rounds between nodes) and the planner's plans (Blink's trees, the
 // hierarchical composition, rings and double binary trees, priced by the
 // simulator). The fastest wins; BLINK_ALGO can force one per collective, as
 // NCCL_ALGO does. The choice is a pure function of its arguments, so every rank,
@@ -21,13 +22,16 @@
 
 namespace blink::runtime {
 
-enum class Algorithm { Board, Direct, Trees, Hierarchical, Ring, DoubleBinaryTree };
-constexpr int kNumAlgorithms = 6;
+// Leaders: the board within each node plus log rounds between node leaders
+// (algorithms/node_leaders.hpp), for small calls across nodes.
+enum class Algorithm { Board, Direct, Trees, Hierarchical, Ring, DoubleBinaryTree, Leaders };
+constexpr int kNumAlgorithms = 7;
 
-// "board", "direct", "trees", "hierarchical", "ring", "dbt".
+// "board", "direct", "trees", "hierarchical", "ring", "dbt", "leaders".
 std::string_view toString(Algorithm algorithm);
 std::optional<Algorithm> parseAlgorithm(std::string_view name);
-// Whether the algorithm runs a plan through the executor (all but board and direct).
+// Whether the algorithm runs a plan through the executor (all but board, direct and
+// leaders).
 bool runsPlan(Algorithm algorithm);
 
 // BLINK_ALGO: "NAME" for every collective, or "COLLECTIVE:NAME,..." with collectives
@@ -50,6 +54,9 @@ struct NodeAlgorithms {
   std::string board_off;
   std::uint64_t direct_min = 0;  // 0: no direct path (direct_off says why)
   std::string direct_off;
+  // Across nodes: each node's board (board_capacity) and streams between the leaders.
+  bool leaders = false;  // false: leaders_off says why
+  std::string leaders_off;
 };
 
 struct CandidateTime {

@@ -139,11 +139,14 @@ Communicator::Communicator(MPI_Comm comm) {
         node_.direct_off = "BLINK_SHM_STAGING_BYTES=0 and BLINK_SHM_SINGLE_COPY=0";
         node_.direct_min = 0;
       }
-      if (layout_.num_nodes > 1) {  // both live in one node's shared memory
-        node_.board_capacity = 0;
+      if (layout_.num_nodes > 1) {  // it lives in one node's shared memory
         node_.direct_min = 0;
-        node_.board_off = node_.direct_off = "the ranks span nodes";
+        node_.direct_off = "the ranks span nodes";
       }
+      // Across nodes the board serves each node, with rounds between node leaders.
+      node_.leaders = layout_.num_nodes > 1 && node_.board_capacity > 0;
+      node_.leaders_off =
+          layout_.num_nodes == 1 ? "one node (the board serves it)" : "BLINK_ONE_SHOT_MAX_BYTES=0";
     }
     device_ = processDevice(layout_.local_rank);
     memory_ = MemoryAgreement(comm_, timeout_s_, device_);
@@ -240,7 +243,10 @@ Communicator::Communicator(MPI_Comm comm) {
       BLINK_LOG(Info,
                 "algorithms: the planner's plans; the one-shot board "
                     << (node_.board_capacity > 0
-                            ? "up to " + std::to_string(node_.board_capacity) + " bytes"
+                            ? "up to " + std::to_string(node_.board_capacity) + " bytes" +
+                                  (node_.leaders ? " on each node, with rounds between node "
+                                                   "leaders across nodes (leaders)"
+                                                 : "")
                             : "off (" + node_.board_off + ")")
                     << "; the direct path "
                     << (node_.direct_min > 0 ? "from " + std::to_string(node_.direct_min) + " bytes"
@@ -251,6 +257,7 @@ Communicator::Communicator(MPI_Comm comm) {
   } catch (...) {
     device_transport_.reset();
     direct_.reset();
+    leaders_.reset();
     one_shot_.reset();
     transport_objects_.clear();
     if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
@@ -272,6 +279,7 @@ Communicator::~Communicator() {
   }
   for (device::Device::Event e : device_events_) device_->destroyEvent(e);
   direct_.reset();
+  leaders_.reset();
   one_shot_.reset();
   transport_objects_.clear();
   int finalized = 0;
@@ -322,6 +330,7 @@ bool Communicator::ensureNodeAlgorithm(Algorithm algorithm) {
       return false;
     }
   }
+  if (algorithm == Algorithm::Leaders && !leaders_) return ensureLeaders();
   if (algorithm == Algorithm::Direct && !direct_) {
     algorithms::NodeCollectivesChoice made = algorithms::makeNodeCollectives(
         node_comm_, staging_max_, cross_memory_allowed_, timeout_s_, layout_.rank == 0);
@@ -335,6 +344,51 @@ bool Communicator::ensureNodeAlgorithm(Algorithm algorithm) {
     }
     direct_ = std::move(made.mover);
     if (layout_.rank == 0) BLINK_LOG(Info, "direct path: " << direct_->describe());
+  }
+  return true;
+}
+
+bool Communicator::ensureLeaders() {
+  // Each node's board fails on its ranks together, the streams on some ranks only:
+  // every rank learns of any failure, so all drop the algorithm together.
+  auto agreed = [&](const std::unique_ptr<Error>& failure, const char* stage) {
+    int ok = failure ? 0 : 1, all_ok = 0;
+    allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_, timeout_s_, stage);
+    if (all_ok != 0) return true;
+    node_.leaders = false;
+    node_.leaders_off = std::string("it could not be set up: ") +
+                        (failure ? failure->what() : "it failed on another rank");
+    if (layout_.rank == 0) BLINK_LOG(Warn, "the node leaders' algorithm is unavailable: " << stage);
+    leaders_.reset();
+    return false;
+  };
+  std::unique_ptr<Error> failure;
+  try {
+    if (layout_.local_size > 1 && !one_shot_) {
+      one_shot_ =
+          std::make_unique<algorithms::ShmOneShot>(node_comm_, node_.board_capacity, timeout_s_);
+    }
+    leaders_ = std::make_unique<algorithms::NodeLeaders>(
+        one_shot_.get(), *between_nodes_,
+        algorithms::NodeLeaders::Layout{layout_.rank, layout_.node_of_rank,
+                                        layout_.local_rank_of_rank},
+        node_.board_capacity, timeout_s_);
+  } catch (const Error& e) {
+    if (e.status() == blinkTimeout) throw;
+    failure = std::make_unique<Error>(e);
+  }
+  if (!agreed(failure, "setting up the boards of the node leaders")) return false;
+  try {
+    const auto keys = leaders_->streamsNeeded();
+    between_nodes_->ensureStreams(keys, keys);
+  } catch (const Error& e) {
+    if (e.status() == blinkTimeout) throw;
+    failure = std::make_unique<Error>(e);
+  }
+  if (!agreed(failure, "setting up the streams between node leaders")) return false;
+  if (layout_.rank == 0) {
+    BLINK_LOG(Info, "node leaders: the board on each node, rounds between "
+                        << layout_.num_nodes << " leaders over " << between_nodes_->name());
   }
   return true;
 }
@@ -435,7 +489,8 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       if (on_device) {  // the board and the direct path move host memory only
         node.board_capacity = 0;
         node.direct_min = 0;
-        node.board_off = node.direct_off = "device buffers";
+        node.leaders = false;
+        node.board_off = node.direct_off = node.leaders_off = "device buffers";
       }
       AlgorithmChoice choice =
           chooseAlgorithm({c, bytes, root_plan}, job_.topology, node, forced_, options);
@@ -573,6 +628,9 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
     if (cp.algorithm == Algorithm::Board) {
       runOffPlan(
           [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
+    } else if (cp.algorithm == Algorithm::Leaders) {
+      runOffPlan(
+          [&] { leaders_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
     } else if (cp.algorithm == Algorithm::Direct) {
       runOffPlan([&] {
         direct_->allReduce(asBytes(send), asBytes(recv), bytes, elementSize(type),
@@ -610,6 +668,8 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+  } else if (cp.algorithm == Algorithm::Leaders) {
+    runOffPlan([&] { leaders_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (cp.algorithm == Algorithm::Direct) {
     runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else {
@@ -639,6 +699,10 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
     if (cp.algorithm == Algorithm::Board) {
       runOffPlan([&] {
         one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
+      });
+    } else if (cp.algorithm == Algorithm::Leaders) {
+      runOffPlan([&] {
+        leaders_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
       });
     } else {
       if (work == nullptr) work = scratch(bytes, dev);
@@ -675,6 +739,10 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {  // comm rank order: no plan ranks involved
     runOffPlan([&] { one_shot_->allGather(asBytes(send), out, block); });
+    return;
+  }
+  if (cp.algorithm == Algorithm::Leaders) {  // comm rank order as well
+    runOffPlan([&] { leaders_->allGather(asBytes(send), out, block); });
     return;
   }
   if (cp.algorithm == Algorithm::Direct) {
@@ -719,6 +787,8 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   ++calls_[static_cast<std::size_t>(cp.algorithm)];
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
+  } else if (cp.algorithm == Algorithm::Leaders) {
+    runOffPlan([&] { leaders_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else if (cp.algorithm == Algorithm::Direct) {
     // A result that lands elsewhere in `send` than this rank's own block waits in
     // scratch unless the path allows it (MPI_IN_PLACE puts it at the start).

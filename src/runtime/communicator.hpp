@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "algorithms/node_collectives.hpp"
+#include "algorithms/node_leaders.hpp"
 #include "algorithms/shm_one_shot.hpp"
 #include "blink/blink.h"
 #include "plan/plan.hpp"
@@ -108,6 +109,7 @@ class Communicator {
   // Sets up what `algorithm` needs (the board, the direct path), collectively; false
   // (on every rank) when it cannot be made, which rules it out from then on.
   bool ensureNodeAlgorithm(Algorithm algorithm);
+  bool ensureLeaders();  // the same for the node leaders' algorithm
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
   // the working buffer's layout and saves copying it into `work` first.
   void runPlan(CachedChoice& choice, std::byte* work, const void* input, std::uint64_t bytes,
@@ -153,6 +155,7 @@ class Communicator {
   std::size_t staging_max_ = 0;  // agreed by every rank; BLINK_SHM_STAGING_BYTES
   std::unique_ptr<algorithms::ShmOneShot> one_shot_;
   std::unique_ptr<algorithms::NodeCollectives> direct_;
+  std::unique_ptr<algorithms::NodeLeaders> leaders_;  // after one_shot_: it uses the board
   std::map<PlanKey, CachedChoice> cache_;
   std::list<PlanKey> lru_;  // most recently used first
   // The last decision used and its key: a run of equal calls skips the map.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/env.hpp"
 #include "plan/tree_cache.hpp"
 #include "runtime/communicator.hpp"
 #include "topology/topology_text.hpp"
@@ -13,9 +14,13 @@ namespace blink::runtime {
 std::string Communicator::explain() const {
   std::ostringstream out;
   out << "Blink communicator: rank " << layout_.rank << " of " << layout_.size << ", "
-      << layout_.num_nodes << " node(s)\n";
+      << layout_.num_nodes << " node(s) by "
+      << (env::get("BLINK_NODE_ID") ? "BLINK_NODE_ID" : "host name")
+      << ", verified to share shared memory within each\n";
   for (int n = 0; n < layout_.num_nodes; ++n) {
-    out << "  node " << n << " (" << layout_.node_names[static_cast<std::size_t>(n)] << "): ranks";
+    const auto count = std::count(layout_.node_of_rank.begin(), layout_.node_of_rank.end(), n);
+    out << "  node " << n << " (" << layout_.node_names[static_cast<std::size_t>(n)]
+        << "): " << count << " rank(s):";
     for (int r = 0; r < layout_.size; ++r) {
       if (layout_.node_of_rank[static_cast<std::size_t>(r)] == n) out << ' ' << r;
     }
@@ -42,9 +47,19 @@ std::string Communicator::explain() const {
   if (node_.board_capacity > 0) {
     out << "  board: the one-shot shared-memory board for up to " << node_.board_capacity
         << " bytes (every rank posts its input, reads the others'; BLINK_ONE_SHOT_MAX_BYTES)"
+        << (layout_.num_nodes > 1 ? ", within each node (under leaders)" : "")
         << (one_shot_ ? "" : ", not set up yet") << "\n";
   } else {
     out << "  board: off (" << node_.board_off << ")\n";
+  }
+  if (node_.leaders) {
+    out << "  leaders: across nodes, calls up to " << node_.board_capacity
+        << " bytes: the board on each node, then recursive doubling (AllReduce, AllGather, "
+           "ReduceScatter) or a binomial tree (Broadcast, Reduce) between the "
+        << layout_.num_nodes << " node leaders over " << between_nodes_->name()
+        << ", then the board again" << (leaders_ ? "" : ", not set up yet") << "\n";
+  } else {
+    out << "  leaders: off (" << node_.leaders_off << ")\n";
   }
   if (node_.direct_min > 0) {
     out << "  direct: the direct path from " << node_.direct_min

@@ -91,7 +91,10 @@ done
 "$mpiexec" "${flags[@]}" -np 2 "$perf" --collective broadcast -r 1 -d float16 --baseline mpi \
   -b 1K -e 4K -n 1 -w 1 >"$work/text.out" 2>"$work/text.err" || fail "text: exited $?"
 grep -q '^# memcpy GB/s: [0-9]' "$work/text.out" || fail "text: no memcpy bandwidth"
-grep -q '^# 2 rank(s) on 1 node(s)' "$work/text.out" || fail "text: no rank count"
+grep -q '^# 2 rank(s) on 1 MPI host(s)' "$work/text.out" || fail "text: no rank count"
+grep -q '^# Blink sees 1 node(s) by \(host name\|BLINK_NODE_ID\)' "$work/text.out" ||
+  fail "text: not the nodes Blink sees"
+grep -q '^#   node 0 (.*): 2 rank(s): 0 1' "$work/text.out" || fail "text: no node with its ranks"
 grep -q 'blink out-of-place' "$work/text.out" || fail "text: no blink out-of-place block"
 grep -q 'mpi in-place' "$work/text.out" || fail "text: no mpi in-place block"
 grep -q '^# Out of bounds values : 0 OK' "$work/text.out" || fail "text: wrong values"

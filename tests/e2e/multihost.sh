@@ -8,12 +8,18 @@
 #   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=pmpi (without
 #                it, streams between nodes take the default: ucx where it is built).
 #   collectives  tests/test_collectives (every collective through the C API, in
-#                place and not, checked against PMPI_* or an exact oracle);
-#                one case there groups ranks by BLINK_NODE_ID across hosts, which
-#                node_identity covers instead.
+#                place and not, checked against PMPI_* or an exact oracle; every
+#                collective at 0..4 KiB, which must take the node leaders' algorithm);
+#                the cases there that group ranks by BLINK_NODE_ID across hosts are
+#                left out (node_identity covers that).
 #   interposer   tests/mpi_collectives_check under LD_PRELOAD=libblink_mpi.so with
 #                BLINK_MPI_MIN_BYTES=0: every result right, Blink handled every
-#                interposed collective, and no communicator fell back.
+#                interposed collective, small calls took the node leaders'
+#                algorithm, and no communicator fell back.
+#   train        scripts/train_data_parallel.py (mpi4py) natively and under
+#                LD_PRELOAD with BLINK_MPI_MIN_BYTES=0 (its 8-byte loss Allreduce too):
+#                the same losses step by step (relative 1e-4: float32 sums in
+#                another order).
 #   node_identity  one BLINK_NODE_ID for every host: blinkCommInitFromMPI fails on
 #                every rank naming a rank and host that cannot see its node's shared
 #                memory; the interposer falls back once per communicator (counted),
@@ -79,7 +85,7 @@ accounting() {  # accounting FILE COLLECTIVE FIELD
 case "$case" in
   collectives)
     run collectives 240 -x BLINK_DEBUG=INFO "$build/tests/test_collectives" \
-      --gtest_filter=-Communicators.EmulatedNodesStreamBetweenThem ||
+      --gtest_filter=-Communicators.EmulatedNodesStreamBetweenThem:SmallCalls.OnNodesEmulatedByNodeId ||
       fail "test_collectives failed (exit $?)"
     grep -q "PASSED" "$work/collectives.out" || fail "no PASSED line"
     grep -q "streams: shm within a node, $between between nodes" "$work/collectives.err" ||
@@ -92,11 +98,33 @@ case "$case" in
     grep -q " 0 wrong$" "$work/interposer.out" || fail "wrong results"
     grep -q "streams: shm within a node, $between between nodes" "$work/interposer.err" ||
       fail "streams between nodes did not take $between"
+    grep -q "decided allreduce of [0-9]* bytes on .*: leaders (predicted" "$work/interposer.err" ||
+      fail "no small AllReduce took the node leaders' algorithm"
     for coll in allreduce bcast reduce allgather reduce_scatter_block; do
       [[ $(accounting "$work/interposer.err" $coll handled) -gt 0 ]] || fail "Blink handled no $coll"
       [[ $(accounting "$work/interposer.err" $coll fallback.unavailable) -eq 0 ]] ||
         fail "a $coll fell back because Blink was unavailable"
     done
+    ;;
+  train)
+    python=/usr/bin/python3
+    if ! "$python" -c 'import mpi4py, numpy' 2>/dev/null; then
+      echo "SKIPPED: Debian's python3-mpi4py and python3-numpy are needed"
+      exit 77
+    fi
+    steps=10
+    train=("$python" "$here/../../scripts/train_data_parallel.py" --steps $steps)
+    run native 240 "${train[@]}" || fail "the native run failed (exit $?)"
+    run blink 240 -x LD_PRELOAD="$build/mpi_glue/libblink_mpi.so" -x BLINK_DEBUG=INFO \
+      -x BLINK_MPI_MIN_BYTES=0 "${train[@]}" || fail "the run with Blink failed (exit $?)"
+    paste <(grep '^step' "$work/native.out") <(grep '^step' "$work/blink.out") | awk -v want=$steps '
+      { n++; a = $4; b = $8; d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a;
+        if (d > 1e-4 * m + 1e-7) { print "step " $2 ": loss " a " natively, " b " with Blink"; bad = 1 } }
+      END { if (n != want) { print "expected " want " steps, got " n; bad = 1 } exit bad }' ||
+      fail "the losses differ"
+    [[ $(accounting "$work/blink.err" allreduce handled) -ge $((2 * steps)) ]] ||
+      fail "Blink did not handle both Allreduce calls of every step"
+    grep -q ": leaders (predicted" "$work/blink.err" || fail "the loss Allreduce did not take leaders"
     ;;
   node_identity)
     mkdir -p "$work/capi"

@@ -3,8 +3,10 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "blink/blink.h"
 #include "runtime/memory_type.hpp"
@@ -77,6 +79,19 @@ inline int worldSize() {
   int s = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+// Distinct per rank, call and index, small enough that sums over the ranks of a
+// test never overflow an int32.
+inline std::vector<std::int32_t> callValues(int rank, int call, std::size_t count) {
+  std::vector<std::int32_t> v(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    v[i] = static_cast<std::int32_t>((static_cast<std::size_t>(rank) * 7919u +
+                                      static_cast<std::size_t>(call) * 104729u + i * 31u) %
+                                     2001u) -
+           1000;
+  }
+  return v;
 }
 
 // Collective over MPI_COMM_WORLD: whether Blink's calls first agree on the memory

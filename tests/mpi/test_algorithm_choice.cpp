@@ -153,6 +153,7 @@ bool applies(Algorithm algorithm, Coll c, bool multi_node) {
     case Algorithm::Direct:
       return !multi_node;
     case Algorithm::Hierarchical:
+    case Algorithm::Leaders:
       return multi_node;
     case Algorithm::DoubleBinaryTree:
       return c != Coll::AllGather && c != Coll::ReduceScatter;
@@ -177,7 +178,7 @@ void forceEveryAlgorithm(bool multi_node) {
       const bool blocks = c == Coll::AllGather || c == Coll::ReduceScatter;
       // The board holds 32 KiB; the direct path starts at 32 KiB.
       std::vector<std::size_t> totals = {4096, 65536 + 52, (std::size_t{1} << 20) + 4 * 13};
-      if (algorithm == Algorithm::Board) totals = {1024, 4096};
+      if (algorithm == Algorithm::Board || algorithm == Algorithm::Leaders) totals = {1024, 4096};
       if (algorithm == Algorithm::Direct) totals = {65536 + 52, (std::size_t{1} << 20) + 4 * 13};
       int call = 0;
       for (std::size_t total : totals) {

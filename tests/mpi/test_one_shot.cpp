@@ -2,7 +2,8 @@
 // collective on it checked against PMPI_* over many calls in a row, so that both of
 // each rank's buffers are reused many times, including by ranks that run ahead of a
 // slow reader; the size boundary with plans; a peer that never posts; settings that
-// differ between ranks; and communicators that span nodes, which must not use it.
+// differ between ranks; and communicators that span nodes, where each node's board
+// serves the node leaders' algorithm (node_leaders.hpp).
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -23,16 +24,8 @@ using blink::test::ScopedEnv;
 using blink::test::worldRank;
 using blink::test::worldSize;
 
-// Distinct per rank, call and index, small enough that sums never overflow.
 std::vector<std::int32_t> data(int rank, int call, std::size_t count) {
-  std::vector<std::int32_t> v(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    v[i] = static_cast<std::int32_t>((static_cast<std::size_t>(rank) * 7919u +
-                                      static_cast<std::size_t>(call) * 104729u + i * 31u) %
-                                     2001u) -
-           1000;
-  }
-  return v;
+  return blink::test::callValues(rank, call, count);
 }
 
 constexpr std::size_t kMaxBytes = 16384;  // BLINK_ONE_SHOT_MAX_BYTES in the tests below
@@ -145,7 +138,7 @@ TEST(OneShot, ZeroTurnsItOff) {
   EXPECT_NE(comm.explain().find("board: off (BLINK_ONE_SHOT_MAX_BYTES=0)"), std::string::npos);
 }
 
-TEST(OneShot, CommunicatorsAcrossNodesUsePlans) {
+TEST(OneShot, CommunicatorsAcrossNodesUseTheBoardOfEachNodeUnderLeaders) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   if (std::getenv("BLINK_TOPO") != nullptr) GTEST_SKIP() << "BLINK_TOPO fixes the nodes";
@@ -155,7 +148,8 @@ TEST(OneShot, CommunicatorsAcrossNodesUsePlans) {
   comm.allReduce(a.data(), b.data(), a.size(), blinkInt32, blinkSum);
   EXPECT_EQ(b[15], n * (n - 1) / 2);
   EXPECT_EQ(comm.callsWith(Algorithm::Board), 0u);
-  EXPECT_NE(comm.explain().find("board: off (the ranks span nodes)"), std::string::npos);
+  EXPECT_EQ(comm.callsWith(Algorithm::Leaders), 1u) << comm.explain();
+  EXPECT_NE(comm.explain().find("within each node (under leaders)"), std::string::npos);
 }
 
 TEST(OneShot, TheSettingMustBeTheSameOnEveryRank) {

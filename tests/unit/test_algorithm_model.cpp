@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "algorithms/host_memory_model.hpp"
+#include "algorithms/node_leaders.hpp"
 #include "common/error.hpp"
 #include "runtime/algorithm_choice.hpp"
 #include "topology/link_table.hpp"
@@ -26,6 +28,31 @@ topo::Topology hostRanks(int n) {
     topo::Device d = topo::makeDevice("rank" + std::to_string(r), topo::DeviceKind::Gpu);
     d.gpu_index = r;
     t.addDuplexLink(t.addDevice(d), mem, table.makeLink("shm"));
+  }
+  return t;
+}
+
+// Host ranks on several nodes (ranks_per_node[k] on node k, in rank order), each node's
+// memory joined by a NIC to one switch, as the job graph of host ranks has them.
+topo::Topology hostRanksOnNodes(const std::vector<int>& ranks_per_node) {
+  const topo::LinkTable table = topo::LinkTable::builtin();
+  topo::Topology t("host-ranks-on-nodes");
+  const topo::Vertex net = t.addDevice(topo::makeDevice("switch", topo::DeviceKind::NetSwitch, -1));
+  int rank = 0;
+  for (std::size_t k = 0; k < ranks_per_node.size(); ++k) {
+    const int node = static_cast<int>(k);
+    const std::string at = "n" + std::to_string(k);
+    const topo::Vertex mem =
+        t.addDevice(topo::makeDevice(at + "-mem", topo::DeviceKind::Cpu, node));
+    const topo::Vertex nic =
+        t.addDevice(topo::makeDevice(at + "-nic", topo::DeviceKind::Nic, node));
+    t.addDuplexLink(mem, nic, table.makeLink("pcie3x16"));
+    t.addDuplexLink(nic, net, table.makeLink("eth-100g"));
+    for (int r = 0; r < ranks_per_node[k]; ++r, ++rank) {
+      topo::Device d = topo::makeDevice("rank" + std::to_string(rank), topo::DeviceKind::Gpu, node);
+      d.gpu_index = rank;
+      t.addDuplexLink(t.addDevice(d), mem, table.makeLink("shm"));
+    }
   }
   return t;
 }
@@ -87,6 +114,56 @@ TEST(AlgorithmChoice, HostRanksTakeTheBoardWhenSmallAndTheDirectPathWhenLarge) {
       }
     }
   }
+}
+
+TEST(AlgorithmChoice, SmallCallsAcrossNodesTakeTheNodeLeaders) {
+  runtime::NodeAlgorithms node;
+  node.board_capacity = 32768;
+  node.leaders = true;
+  const plan::Collective every[] = {plan::Collective::AllReduce, plan::Collective::Broadcast,
+                                    plan::Collective::Reduce, plan::Collective::AllGather,
+                                    plan::Collective::ReduceScatter};
+  for (const std::vector<int>& layout : {std::vector<int>{2, 2}, std::vector<int>{2, 2, 1},
+                                         std::vector<int>{1, 1, 1}, std::vector<int>{1, 1}}) {
+    const topo::Topology t = hostRanksOnNodes(layout);
+    for (auto c : every) {
+      for (std::uint64_t bytes : {std::uint64_t{8}, std::uint64_t{1024}, std::uint64_t{4096}}) {
+        for (int root : {0, 1}) {
+          const auto choice =
+              runtime::chooseAlgorithm({c, bytes, root}, t, node, runtime::ForcedAlgorithms{}, {});
+          EXPECT_EQ(choice.algorithm, Algorithm::Leaders)
+              << layout.size() << " nodes, " << plan::toString(c) << ": " << choice.why;
+        }
+      }
+      // Above the board's capacity it is no candidate, and says why.
+      const auto large = runtime::chooseAlgorithm({c, 1 << 20, 0}, t, node, {}, {});
+      EXPECT_NE(large.algorithm, Algorithm::Leaders);
+      EXPECT_NE(large.why.find("leaders n/a: above the board's capacity"), std::string::npos)
+          << large.why;
+    }
+  }
+  // On one node the board serves small calls; leaders says why not.
+  const auto one = choose(plan::Collective::AllReduce, 64, hostRanks(4), node);
+  EXPECT_EQ(one.algorithm, Algorithm::Board) << one.why;
+  EXPECT_NE(one.why.find("leaders n/a: the ranks share one node"), std::string::npos) << one.why;
+}
+
+TEST(NodeLeaders, RoundsBetweenNodes) {
+  using algorithms::NodeLeaders;
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::AllReduce, 1), 0);
+  // Up to 8 nodes every leader exchanges with every other at once.
+  for (int nodes : {2, 3, 5, 8}) {
+    EXPECT_TRUE(NodeLeaders::oneRound(nodes));
+    EXPECT_EQ(NodeLeaders::rounds(plan::Collective::Reduce, nodes), 1);
+  }
+  // Beyond, log rounds: recursive doubling (two more where the count is not a power
+  // of two) or a binomial tree.
+  EXPECT_FALSE(NodeLeaders::oneRound(9));
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::AllReduce, 9), 5);
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::AllGather, 16), 4);
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::ReduceScatter, 12), 5);
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::Broadcast, 9), 4);
+  EXPECT_EQ(NodeLeaders::rounds(plan::Collective::Reduce, 16), 4);
 }
 
 TEST(AlgorithmChoice, WithoutTheNodeAlgorithmsAPlanRuns) {

@@ -1,0 +1,538 @@
+#include "algorithms/node_leaders.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "algorithms/host_memory_model.hpp"
+#include "common/backoff.hpp"
+#include "common/error.hpp"
+
+namespace blink::algorithms {
+namespace {
+
+// Node sets are bit sets of one word.
+constexpr int kMaxNodes = 64;
+
+int largestPowerOfTwoUpTo(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+int log2Ceil(int n) {
+  int rounds = 0;
+  while ((1 << rounds) < n) ++rounds;
+  return rounds;
+}
+
+}  // namespace
+
+NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout,
+                         std::size_t capacity, double timeout_seconds, int one_round_max_nodes)
+    : board_(board),
+      between_(between),
+      layout_(std::move(layout)),
+      capacity_(capacity),
+      timeout_seconds_(timeout_seconds),
+      one_round_max_nodes_(one_round_max_nodes) {
+  const auto me = static_cast<std::size_t>(layout_.rank);
+  node_ = layout_.node_of_rank[me];
+  local_rank_ = layout_.local_rank_of_rank[me];
+  nodes_ = 1 + *std::max_element(layout_.node_of_rank.begin(), layout_.node_of_rank.end());
+  if (nodes_ > kMaxNodes) {
+    throw Error(blinkUnsupported,
+                "node leaders: more than " + std::to_string(kMaxNodes) + " nodes");
+  }
+  leader_of_.assign(static_cast<std::size_t>(nodes_), -1);
+  ranks_on_.assign(static_cast<std::size_t>(nodes_), 0);
+  for (std::size_t r = 0; r < layout_.node_of_rank.size(); ++r) {
+    const auto n = static_cast<std::size_t>(layout_.node_of_rank[r]);
+    ++ranks_on_[n];
+    if (layout_.local_rank_of_rank[r] == 0) leader_of_[n] = static_cast<int>(r);
+  }
+  local_size_ = ranks_on_[static_cast<std::size_t>(node_)];
+  if (!alone() && board_ == nullptr) {
+    throw Error(blinkInternalError, "node leaders: a node of several ranks needs its board");
+  }
+  first_block_.assign(static_cast<std::size_t>(nodes_) + 1, 0);
+  for (int n = 0; n < nodes_; ++n) {
+    first_block_[static_cast<std::size_t>(n) + 1] =
+        first_block_[static_cast<std::size_t>(n)] + static_cast<std::size_t>(ranks_on_[n]);
+  }
+  // Allocated once: fresh pages cost a fault each, slower than a small call.
+  work_a_.resize(capacity_);
+  work_b_.resize(capacity_);
+  if (leader()) packed_.resize(capacity_);
+  if (oneRoundHere() && nodes_ > 1) {
+    many_.reset(new std::byte[static_cast<std::size_t>(nodes_ - 1) * capacity_]);
+  }
+}
+
+std::vector<transport::StreamKey> NodeLeaders::streamsNeeded() const {
+  // A rooted call's root speaks for its node (callLeaders), so every rank may
+  // exchange with the leaders of the other nodes, and a leader with any of their ranks.
+  std::vector<transport::StreamKey> keys;
+  for (std::size_t r = 0; r < layout_.node_of_rank.size(); ++r) {
+    if (layout_.node_of_rank[r] == node_) continue;
+    if (leader() || layout_.local_rank_of_rank[r] == 0)
+      keys.push_back({static_cast<int>(r), kChannel});
+  }
+  return keys;
+}
+
+void NodeLeaders::callLeaders(int root) {
+  call_leader_ = leader_of_;
+  if (root >= 0) {
+    call_leader_[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(root)])] =
+        root;
+  }
+}
+
+bool NodeLeaders::oneRound(int nodes) {
+  return nodes <= kOneRoundMaxNodes;
+}
+
+int NodeLeaders::rounds(plan::Collective collective, int nodes) {
+  if (nodes < 2) return 0;
+  if (oneRound(nodes)) return 1;
+  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
+    return log2Ceil(nodes);
+  }
+  const int p = largestPowerOfTwoUpTo(nodes);
+  return log2Ceil(p) + (p == nodes ? 0 : 2);
+}
+
+double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collective collective,
+                                   std::uint64_t bytes, int root, std::string& why_not) {
+  const BetweenNodes net = betweenNodes(topology);
+  if (!net.why_not.empty()) {
+    why_not = net.why_not;
+    return -1.0;
+  }
+  const int nodes = static_cast<int>(net.nodes.size());
+  if (nodes > kMaxNodes) {
+    why_not = "more than " + std::to_string(kMaxNodes) + " nodes";
+    return -1.0;
+  }
+  int total_ranks = 0;
+  std::vector<HostMemoryPaths> paths;  // per node
+  for (int node : net.nodes) {
+    paths.push_back(hostMemoryPathsOfNode(topology, node));
+    if (!paths.back().why_not.empty()) {
+      why_not = paths.back().why_not;
+      return -1.0;
+    }
+    total_ranks += static_cast<int>(paths.back().half_duplex.size());
+  }
+  const double b = static_cast<double>(bytes);
+  // One board phase, the slowest node's: `traffic_of(ranks)` on a node of that many
+  // ranks (a node of one rank skips its board).
+  // `skip`: a node left out (-1: none).
+  auto board = [&](auto&& traffic_of, int skip = -1) {
+    double slowest = 0.0;
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      const int ranks = static_cast<int>(paths[k].half_duplex.size());
+      if (ranks > 1 && net.nodes[k] != skip) {
+        slowest = std::max(slowest, algorithms::predictSeconds(paths[k], traffic_of(ranks)));
+      }
+    }
+    return slowest;
+  };
+  const auto gpus = topology.gpus();
+  const int root_node = root >= 0 && static_cast<std::size_t>(root) < gpus.size()
+                            ? topology.device(gpus[static_cast<std::size_t>(root)]).node
+                            : -1;
+  auto phase = [&](plan::Collective c, double phase_bytes) {
+    return board([&](int ranks) {
+      return ShmOneShot::traffic(c, static_cast<std::uint64_t>(phase_bytes), ranks, 0);
+    });
+  };
+  const int rounds_between = rounds(collective, nodes);
+  double seconds = rounds_between * net.round_seconds;
+  // Bytes through the busiest leader's link: one round sends (receives) a message to
+  // (from) every other node at once; each log round one.
+  const double messages = oneRound(nodes) ? nodes - 1 : rounds_between;
+  switch (collective) {
+    case plan::Collective::AllReduce:
+      seconds += phase(plan::Collective::Reduce, b) + messages * b / net.bytes_per_s +
+                 phase(plan::Collective::Broadcast, b);
+      break;
+    case plan::Collective::ReduceScatter:  // the leader posts b, each rank reads its block
+      seconds += phase(plan::Collective::Reduce, b) + messages * b / net.bytes_per_s +
+                 board([&](int ranks) {
+                   Traffic t;
+                   t.ranks.assign(static_cast<std::size_t>(ranks), {0.0, b / total_ranks, 0.0});
+                   t.ranks[0] = {b, 0.0, 0.0};
+                   return t;
+                 });
+      break;
+    case plan::Collective::Broadcast: {  // the root speaks for its node, posting first
+      auto spread = [&](int ranks) {
+        return ShmOneShot::traffic(plan::Collective::Broadcast, bytes, ranks, 0);
+      };
+      const double own_node = root_node < 0 ? board(spread) : 0.0;
+      double root_board = 0.0;
+      for (std::size_t k = 0; k < paths.size(); ++k) {
+        const int ranks = static_cast<int>(paths[k].half_duplex.size());
+        if (net.nodes[k] == root_node && ranks > 1) {
+          root_board = algorithms::predictSeconds(paths[k], spread(ranks));
+        }
+      }
+      seconds = std::max(root_board, seconds + messages * b / net.bytes_per_s +
+                                         std::max(own_node, board(spread, root_node)));
+      break;
+    }
+    case plan::Collective::Reduce:
+      seconds += phase(plan::Collective::Reduce, b) + messages * b / net.bytes_per_s;
+      break;
+    case plan::Collective::AllGather:  // a node's blocks to its leader, the rest exchanged
+      seconds += board([&](int ranks) {
+                   return ShmOneShot::traffic(plan::Collective::AllGather,
+                                              static_cast<std::uint64_t>(b * ranks / total_ranks),
+                                              ranks, 0);
+                 }) +
+                 b * (nodes - 1) / nodes / net.bytes_per_s + phase(plan::Collective::Broadcast, b);
+      break;
+  }
+  return seconds;
+}
+
+void NodeLeaders::begin(const char* collective, std::size_t bytes) {
+  if (bytes > capacity_) {
+    throw Error(blinkInternalError, std::string("node leaders: ") + collective + " of " +
+                                        std::to_string(bytes) + " bytes exceeds " +
+                                        std::to_string(capacity_));
+  }
+  ++call_;
+  collective_ = collective;
+  bytes_ = bytes;
+  callLeaders(-1);
+}
+
+void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* recvs,
+                              int recv_count) {
+  std::array<std::size_t, 2 * kMaxNodes> moved{};
+  std::array<bool, 2 * kMaxNodes> done{};
+  const int parts = send_count + recv_count;
+  Backoff backoff(timeout_seconds_);
+  for (;;) {
+    bool progress = false, all_done = true;
+    for (int i = 0; i < parts; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      if (done[at]) continue;
+      const std::size_t before = moved[at];
+      if (i < send_count) {
+        const Part& part = sends[i];
+        done[at] =
+            between_.sendStream({call_leader_[static_cast<std::size_t>(part.node)], kChannel})
+                .push(part.send, part.bytes, moved[at]);
+      } else {
+        const Part& part = recvs[i - send_count];
+        done[at] =
+            between_.recvStream({call_leader_[static_cast<std::size_t>(part.node)], kChannel})
+                .pullTo(part.bytes, moved[at], part.recv);
+      }
+      progress = progress || done[at] || moved[at] != before;
+      all_done = all_done && done[at];
+    }
+    if (all_done) return;
+    if (progress) {
+      backoff.progressed();
+    } else if (!backoff.idle()) {
+      int waiting = 0;
+      while (done[static_cast<std::size_t>(waiting)]) ++waiting;
+      const bool receiving = waiting >= send_count;
+      const int node = receiving ? recvs[waiting - send_count].node : sends[waiting].node;
+      throwPeerTimeout(collective_, bytes_, "node leaders between nodes", call_, layout_.rank,
+                       call_leader_[static_cast<std::size_t>(node)],
+                       receiving ? "to send its node's data" : "to take this node's data",
+                       backoff.secondsSinceProgress());
+    }
+  }
+}
+
+void NodeLeaders::exchange(int to, const std::byte* send, std::size_t send_bytes, int from,
+                           std::byte* recv, std::size_t recv_bytes) {
+  const Part out{to, send, nullptr, send_bytes}, in{from, nullptr, recv, recv_bytes};
+  exchangeAll(&out, to < 0 ? 0 : 1, &in, from < 0 ? 0 : 1);
+}
+
+std::byte* NodeLeaders::slot(int node, std::size_t bytes) const {
+  return many_.get() + static_cast<std::size_t>(node < node_ ? node : node - 1) * bytes;
+}
+
+void NodeLeaders::combineInNodeOrder(const std::byte* own, std::byte* into, std::size_t bytes,
+                                     const Combine& combine) const {
+  std::memcpy(into, node_ == 0 ? own : slot(0, bytes), bytes);
+  for (int n = 1; n < nodes_; ++n) combine(into, n == node_ ? own : slot(n, bytes), bytes);
+}
+
+// The parts of a one-round exchange with every other node's speaker: `of(node)` each.
+template <typename Parts, typename Of>
+int everyOtherNode(int nodes, int me, Parts& parts, Of&& of) {
+  int count = 0;
+  for (int n = 0; n < nodes; ++n) {
+    if (n != me) parts[static_cast<std::size_t>(count++)] = of(n);
+  }
+  return count;
+}
+
+std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
+                                         const Combine& combine) {
+  std::byte* other = acc == work_a_.data() ? work_b_.data() : work_a_.data();
+  if (oneRoundHere()) {
+    std::array<Part, kMaxNodes> sends, recvs;
+    const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
+      return Part{n, acc, nullptr, bytes};
+    });
+    everyOtherNode(nodes_, node_, recvs, [&](int n) {
+      return Part{n, nullptr, slot(n, bytes), bytes};
+    });
+    exchangeAll(sends.data(), count, recvs.data(), count);
+    combineInNodeOrder(acc, other, bytes, combine);
+    return other;
+  }
+  const int p = largestPowerOfTwoUpTo(nodes_);
+  if (node_ >= p) {  // hand the data to node_ - p, get the result back
+    exchange(node_ - p, acc, bytes, -1, nullptr, 0);
+    exchange(-1, nullptr, 0, node_ - p, acc, bytes);
+    return acc;
+  }
+  if (node_ + p < nodes_) {
+    exchange(-1, nullptr, 0, node_ + p, other, bytes);
+    combine(acc, other, bytes);  // the lower node first
+  }
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int partner = node_ ^ mask;
+    exchange(partner, acc, bytes, partner, other, bytes);
+    if (node_ < partner) {
+      combine(acc, other, bytes);
+    } else {
+      combine(other, acc, bytes);
+      std::swap(acc, other);
+    }
+  }
+  if (node_ + p < nodes_) exchange(node_ + p, acc, bytes, -1, nullptr, 0);
+  return acc;
+}
+
+void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                            const Combine& combine) {
+  begin("AllReduce", bytes);
+  if (alone()) {
+    std::memcpy(work_a_.data(), in, bytes);
+  } else {
+    board_->reduce(in, work_a_.data(), bytes, combine, 0);
+  }
+  if (leader()) {
+    std::byte* result = leadersAllReduce(work_a_.data(), bytes, combine);
+    if (!alone()) {
+      board_->broadcast(result, out, bytes, 0);
+    } else {
+      std::memcpy(out, result, bytes);
+    }
+  } else {
+    board_->broadcast(nullptr, out, bytes, 0);
+  }
+}
+
+void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                                const Combine& combine) {
+  const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
+  begin("ReduceScatter", bytes);
+  if (alone()) {
+    std::memcpy(work_a_.data(), in, bytes);
+  } else {
+    board_->reduce(in, work_a_.data(), bytes, combine, 0);
+  }
+  const std::size_t mine = static_cast<std::size_t>(layout_.rank) * block_bytes;
+  const std::byte* result = leader() ? leadersAllReduce(work_a_.data(), bytes, combine) : nullptr;
+  if (alone()) {
+    std::memmove(out, result + mine, block_bytes);
+  } else {  // each rank takes its own block of the leader's result
+    board_->scatter(result, bytes, out, mine, block_bytes, 0);
+  }
+}
+
+void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
+  begin("Broadcast", bytes);
+  callLeaders(root);
+  const auto r = static_cast<std::size_t>(root);
+  const int root_node = layout_.node_of_rank[r];
+  const bool speaks = call_leader_[static_cast<std::size_t>(node_)] == layout_.rank;
+  // The root posts on its node's board first (it waits for nobody there), then sends.
+  if (node_ == root_node) {
+    if (!alone()) {
+      board_->broadcast(in, out, bytes, layout_.local_rank_of_rank[r]);
+    } else if (out != in) {
+      std::memcpy(out, in, bytes);
+    }
+  }
+  if (speaks && oneRoundHere()) {
+    if (node_ == root_node) {
+      std::array<Part, kMaxNodes> sends;
+      const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
+        return Part{n, out, nullptr, bytes};
+      });
+      exchangeAll(sends.data(), count, nullptr, 0);
+    } else {
+      exchange(-1, nullptr, 0, root_node, out, bytes);
+    }
+  } else if (speaks) {
+    const int relative = (node_ - root_node + nodes_) % nodes_;
+    for (int mask = 1; mask < nodes_; mask <<= 1) {
+      if (relative >= mask && relative < 2 * mask) {
+        exchange(-1, nullptr, 0, (relative - mask + root_node) % nodes_, out, bytes);
+      } else if (relative < mask && relative + mask < nodes_) {
+        exchange((relative + mask + root_node) % nodes_, out, bytes, -1, nullptr, 0);
+      }
+    }
+  }
+  if (node_ != root_node && !alone()) board_->broadcast(speaks ? out : nullptr, out, bytes, 0);
+}
+
+void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
+                         const Combine& combine, int root) {
+  begin("Reduce", bytes);
+  callLeaders(root);
+  const auto r = static_cast<std::size_t>(root);
+  const int root_node = layout_.node_of_rank[r];
+  const int speaker = call_leader_[static_cast<std::size_t>(node_)];
+  std::byte* acc = work_a_.data();
+  if (alone()) {
+    std::memcpy(acc, in, bytes);
+  } else {
+    board_->reduce(in, acc, bytes, combine,
+                   layout_.local_rank_of_rank[static_cast<std::size_t>(speaker)]);
+  }
+  if (speaker != layout_.rank) return;
+  if (oneRoundHere()) {
+    if (node_ != root_node) {
+      exchange(root_node, acc, bytes, -1, nullptr, 0);
+      return;
+    }
+    std::array<Part, kMaxNodes> recvs;
+    const int count = everyOtherNode(nodes_, node_, recvs, [&](int n) {
+      return Part{n, nullptr, slot(n, bytes), bytes};
+    });
+    exchangeAll(nullptr, 0, recvs.data(), count);
+    combineInNodeOrder(acc, work_b_.data(), bytes, combine);
+    std::memcpy(out, work_b_.data(), bytes);
+    return;
+  }
+  std::byte* incoming = work_b_.data();
+  const int relative = (node_ - root_node + nodes_) % nodes_;
+  for (int mask = 1; mask < nodes_; mask <<= 1) {
+    if ((relative & mask) != 0) {
+      exchange((relative - mask + root_node) % nodes_, acc, bytes, -1, nullptr, 0);
+      break;
+    }
+    if (relative + mask < nodes_) {
+      exchange(-1, nullptr, 0, (relative + mask + root_node) % nodes_, incoming, bytes);
+      combine(acc, incoming, bytes);
+    }
+  }
+  if (layout_.rank == root) std::memcpy(out, acc, bytes);
+}
+
+std::size_t NodeLeaders::pack(std::uint64_t nodes, const std::byte* all, std::byte* packed) const {
+  std::size_t at = 0;
+  for (int n = 0; n < nodes_; ++n) {
+    if ((nodes >> n & 1u) == 0) continue;
+    const std::size_t bytes = static_cast<std::size_t>(ranks_on_[n]) * block_bytes_;
+    if (packed != nullptr) {
+      std::memcpy(packed + at, all + first_block_[static_cast<std::size_t>(n)] * block_bytes_,
+                  bytes);
+    }
+    at += bytes;
+  }
+  return at;
+}
+
+void NodeLeaders::unpack(std::uint64_t nodes, const std::byte* packed, std::byte* all) const {
+  std::size_t at = 0;
+  for (int n = 0; n < nodes_; ++n) {
+    if ((nodes >> n & 1u) == 0) continue;
+    const std::size_t bytes = static_cast<std::size_t>(ranks_on_[n]) * block_bytes_;
+    std::memcpy(all + first_block_[static_cast<std::size_t>(n)] * block_bytes_, packed + at, bytes);
+    at += bytes;
+  }
+}
+
+void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
+  const std::size_t ranks = layout_.node_of_rank.size();
+  const std::size_t bytes = ranks * block_bytes;
+  begin("AllGather", bytes);
+  block_bytes_ = block_bytes;
+  if (!leader()) {
+    board_->gather(in, nullptr, block_bytes, 0);
+    board_->broadcast(nullptr, out, bytes, 0);
+    return;
+  }
+  // The leader's working buffer holds the blocks in node order (each node's ranks
+  // in local rank order), so each node's blocks are one range.
+  std::byte* all = work_a_.data();
+  std::byte* own = all + first_block_[static_cast<std::size_t>(node_)] * block_bytes;
+  if (alone()) {
+    std::memcpy(own, in, block_bytes);
+  } else {
+    board_->gather(in, own, block_bytes, 0);
+  }
+  const int p = largestPowerOfTwoUpTo(nodes_);
+  if (oneRoundHere()) {  // each node's blocks straight to their place
+    std::array<Part, kMaxNodes> sends, recvs;
+    const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
+    const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
+      return Part{n, own, nullptr, own_bytes};
+    });
+    everyOtherNode(nodes_, node_, recvs, [&](int n) {
+      const auto k = static_cast<std::size_t>(n);
+      return Part{n, nullptr, all + first_block_[k] * block_bytes,
+                  static_cast<std::size_t>(ranks_on_[k]) * block_bytes};
+    });
+    exchangeAll(sends.data(), count, recvs.data(), count);
+  } else if (node_ >= p) {
+    const std::uint64_t mine = std::uint64_t{1} << node_;
+    exchange(node_ - p, packed_.data(), pack(mine, all, packed_.data()), -1, nullptr, 0);
+    exchange(-1, nullptr, 0, node_ - p, all, bytes);
+  } else {
+    auto held = [&](int n) {  // the nodes whose blocks leader n holds after the fold
+      std::uint64_t set = std::uint64_t{1} << n;
+      if (n + p < nodes_) set |= std::uint64_t{1} << (n + p);
+      return set;
+    };
+    std::uint64_t have = std::uint64_t{1} << node_;
+    if (node_ + p < nodes_) {
+      const std::uint64_t theirs = std::uint64_t{1} << (node_ + p);
+      exchange(-1, nullptr, 0, node_ + p, work_b_.data(), pack(theirs, all, nullptr));
+      unpack(theirs, work_b_.data(), all);
+      have |= theirs;
+    }
+    for (int mask = 1; mask < p; mask <<= 1) {
+      const int partner = node_ ^ mask;
+      // The partner holds what the nodes of its own group hold, mirrored.
+      std::uint64_t theirs = 0;
+      for (int n = 0; n < p; ++n) {
+        if ((n & ~(mask - 1)) == (partner & ~(mask - 1))) theirs |= held(n);
+      }
+      const std::size_t send_bytes = pack(have, all, packed_.data());
+      exchange(partner, packed_.data(), send_bytes, partner, work_b_.data(),
+               pack(theirs, all, nullptr));
+      unpack(theirs, work_b_.data(), all);
+      have |= theirs;
+    }
+    if (node_ + p < nodes_) exchange(node_ + p, all, bytes, -1, nullptr, 0);
+  }
+  // Communicator rank order in `out`, then the node's other ranks copy it.
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto n = static_cast<std::size_t>(layout_.node_of_rank[r]);
+    const std::size_t at =
+        first_block_[n] + static_cast<std::size_t>(layout_.local_rank_of_rank[r]);
+    std::memcpy(out + r * block_bytes, all + at * block_bytes, block_bytes);
+  }
+  if (!alone()) board_->broadcast(out, out, bytes, 0);
+}
+
+}  // namespace blink::algorithms

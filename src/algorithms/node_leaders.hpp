@@ -1,0 +1,145 @@
+// Small collectives across nodes in a few message latencies: the one-shot board
+// (shm_one_shot.hpp) gathers or reduces within each node onto its leader (local
+// rank 0), the leaders exchange between them, and the board spreads the result within
+// each node again. A plan pays a message latency per step of its trees within and
+// between nodes; here a call pays at most two board synchronisations and the rounds
+// between nodes, and moves whole buffers, so the planner picks it for small messages
+// only (its cost model is predictSeconds below).
+//
+// Between the leaders: up to kOneRoundMaxNodes nodes one round, each leader sending
+// its message to (or receiving from) every other at once and combining in node order.
+// Beyond, log rounds: recursive doubling for AllReduce, ReduceScatter (an AllReduce of
+// the whole buffer) and AllGather (each round exchanges the node blocks gathered so
+// far), a binomial tree for Broadcast and Reduce; with a node count N that is not a
+// power of two p, the leaders p..N-1 first hand their data to leaders 0..N-p-1 and get
+// the result from them at the end (two more rounds). In a rooted call (Broadcast,
+// Reduce) the root itself speaks for its node, so no board phase carries the data
+// between it and its leader. In ReduceScatter each rank takes its block from the
+// leader's result on the board. Messages travel on the transport between nodes
+// (transport.hpp streams, one channel of their own), so they take UCX or PMPI as the
+// plans' streams do.
+//
+// Combinations run in a fixed order: node order in one round, "lower node first" in
+// recursive doubling, relative to the root in a binomial Reduce; so every leader, and
+// through the board every rank, gets the same bits for a given node layout (and root).
+//
+// Every rank of the communicator must make the same calls in the same order; every
+// wait ends after the timeout with an error that names the rank waited for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/shm_one_shot.hpp"
+#include "common/combine.hpp"
+#include "topology/topology.hpp"
+#include "transport/transport.hpp"
+
+namespace blink::algorithms {
+
+class NodeLeaders {
+ public:
+  // The channel of the leaders' streams: far above any plan's channels, within
+  // MPI_TAG_UB's guaranteed minimum and UCX's 16 channel bits.
+  static constexpr int kChannel = 32000;
+  // Up to this many nodes the leaders exchange in one round, each with every other at
+  // once; beyond, in log rounds.
+  static constexpr int kOneRoundMaxNodes = 8;
+
+  struct Layout {
+    int rank = 0;                         // in the communicator
+    std::vector<int> node_of_rank;        // node index (0..nodes-1) of every rank
+    std::vector<int> local_rank_of_rank;  // its rank within its node
+  };
+
+  // `board` serves this rank's node (not owned; may be null where the node has one
+  // rank), `between` carries the leaders' messages (not owned; its streams must be
+  // made with streamsNeeded() first).
+  // `one_round_max_nodes` other than kOneRoundMaxNodes only for tests of the log
+  // rounds (the cost model assumes kOneRoundMaxNodes).
+  NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout, std::size_t capacity,
+              double timeout_seconds, int one_round_max_nodes = kOneRoundMaxNodes);
+
+  // The streams this rank needs on the transport between nodes: one each way to every
+  // other node's leader, and for a leader to every rank of the other nodes (the root
+  // of a rooted call speaks for its node).
+  std::vector<transport::StreamKey> streamsNeeded() const;
+
+  // The cost model: board phases priced as ShmOneShot's on each node's host-memory
+  // paths, rounds between nodes at the route's latency and bandwidth
+  // (host_memory_model.hpp). `bytes` as for ShmOneShot::traffic; `root` a plan rank.
+  // Negative, with why_not set, where it does not apply.
+  static double predictSeconds(const topo::Topology& topology, plan::Collective collective,
+                               std::uint64_t bytes, int root, std::string& why_not);
+  // Rounds between the leaders of `nodes` nodes, and whether that is one round (of a
+  // message to or from every other node at once).
+  static int rounds(plan::Collective collective, int nodes);
+  static bool oneRound(int nodes);
+
+  // As ShmOneShot's; `root` is a communicator rank. bytes (the whole buffer of
+  // AllGather and ReduceScatter) <= capacity.
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine);
+  void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
+  void reduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
+              int root);
+  void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
+  void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
+                     const Combine& combine);
+
+ private:
+  bool leader() const { return local_rank_ == 0; }
+  bool alone() const { return local_size_ == 1; }
+  bool oneRoundHere() const { return nodes_ <= one_round_max_nodes_; }
+  // One message to or from the speaker of `node` (callLeaders).
+  struct Part {
+    int node = -1;
+    const std::byte* send = nullptr;
+    std::byte* recv = nullptr;
+    std::size_t bytes = 0;
+  };
+  // Moves every part at once; returns when all are done.
+  void exchangeAll(const Part* sends, int send_count, const Part* recvs, int recv_count);
+  // Sends `send_bytes` to the leader of node `to` and receives `recv_bytes` from the
+  // leader of node `from` (-1: no such part), both at once.
+  void exchange(int to, const std::byte* send, std::size_t send_bytes, int from, std::byte* recv,
+                std::size_t recv_bytes);
+  // Where node n's message lands in a one-round exchange (`many_`).
+  std::byte* slot(int node, std::size_t bytes) const;
+  // The nodes' contributions combined in node order into `into` (own: this node's).
+  void combineInNodeOrder(const std::byte* own, std::byte* into, std::size_t bytes,
+                          const Combine& combine) const;
+  // Recursive doubling among the leaders on acc (bytes); the result may end in the
+  // other working buffer: returns where it is.
+  std::byte* leadersAllReduce(std::byte* acc, std::size_t bytes, const Combine& combine);
+  // The bytes of the node blocks in `nodes` (a bit set), packed in node order.
+  std::size_t pack(std::uint64_t nodes, const std::byte* all, std::byte* packed) const;
+  void unpack(std::uint64_t nodes, const std::byte* packed, std::byte* all) const;
+  void begin(const char* collective, std::size_t bytes);
+  // Who speaks for each node between nodes in this call: its leader, but the root
+  // itself for its node in a rooted call (-1: none), which saves a board phase there.
+  void callLeaders(int root);
+
+  ShmOneShot* board_;
+  transport::Transport& between_;
+  Layout layout_;
+  int nodes_ = 0, node_ = 0, local_rank_ = 0, local_size_ = 0;
+  std::vector<int> leader_of_;            // comm rank of each node's leader
+  std::vector<int> call_leader_;          // who speaks for each node in this call
+  std::vector<int> ranks_on_;             // ranks of each node
+  std::vector<std::size_t> first_block_;  // each node's first block in node order
+  std::size_t block_bytes_ = 0;           // of the AllGather in progress
+  std::size_t capacity_ = 0;
+  double timeout_seconds_ = 300.0;
+  int one_round_max_nodes_ = kOneRoundMaxNodes;
+  std::vector<std::byte> work_a_, work_b_, packed_;
+  // The other nodes' messages of a one-round exchange; pages touched only when used.
+  std::unique_ptr<std::byte[]> many_;
+  const char* collective_ = "";
+  std::size_t bytes_ = 0;
+  std::uint64_t call_ = 0;
+};
+
+}  // namespace blink::algorithms

@@ -1,0 +1,151 @@
+// The node leaders' algorithm (algorithms/node_leaders.hpp) on its own: ranks grouped
+// into emulated nodes (rank % k: nodes of unequal sizes, ranks of a node not
+// contiguous), each node's board over shared memory, the leaders' messages over the
+// PMPI transport. Both ways between the leaders run: one round (up to 8 nodes, what the
+// runtime uses here) and the log rounds (recursive doubling with the fix-up for a node
+// count that is not a power of two, binomial trees) that larger jobs take. Every
+// collective, in place and not, every root, against PMPI_*.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/node_leaders.hpp"
+#include "algorithms/shm_one_shot.hpp"
+#include "mpi_test_support.hpp"
+#include "runtime/reduce_cpu.hpp"
+#include "transport/pmpi/pmpi_transport.hpp"
+
+namespace {
+
+using blink::algorithms::NodeLeaders;
+using blink::test::callValues;
+using blink::test::worldRank;
+using blink::test::worldSize;
+
+constexpr std::size_t kCapacity = 8192;
+constexpr double kTimeout = 60.0;
+
+const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_t bytes) {
+  blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
+};
+
+// Everything one layout needs: rank r on node r % nodes.
+class EmulatedNodes {
+ public:
+  EmulatedNodes(int nodes, int one_round_max_nodes) {
+    const int rank = worldRank(), n = worldSize();
+    NodeLeaders::Layout layout;
+    layout.rank = rank;
+    for (int r = 0; r < n; ++r) {
+      layout.node_of_rank.push_back(r % nodes);
+      layout.local_rank_of_rank.push_back(r / nodes);
+    }
+    MPI_Comm_split(MPI_COMM_WORLD, rank % nodes, rank, &node_comm_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    int local_size = 0;
+    MPI_Comm_size(node_comm_, &local_size);
+    if (local_size > 1) {
+      board_ = std::make_unique<blink::algorithms::ShmOneShot>(node_comm_, kCapacity, kTimeout);
+    }
+    transport_ = std::make_unique<blink::transport::PmpiTransport>(comm_);
+    leaders_ = std::make_unique<NodeLeaders>(board_.get(), *transport_, layout, kCapacity, kTimeout,
+                                             one_round_max_nodes);
+    const auto keys = leaders_->streamsNeeded();
+    transport_->ensureStreams(keys, keys);
+  }
+  ~EmulatedNodes() {
+    leaders_.reset();
+    transport_.reset();
+    board_.reset();
+    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&node_comm_);
+  }
+  NodeLeaders& leaders() { return *leaders_; }
+
+ private:
+  MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL;
+  std::unique_ptr<blink::algorithms::ShmOneShot> board_;
+  std::unique_ptr<blink::transport::PmpiTransport> transport_;
+  std::unique_ptr<NodeLeaders> leaders_;
+};
+
+std::byte* bytesOf(std::vector<std::int32_t>& v) {
+  return reinterpret_cast<std::byte*>(v.data());
+}
+
+void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
+  const int rank = worldRank(), n = worldSize();
+  const auto un = static_cast<std::size_t>(n);
+  int call = 0;
+  for (std::size_t count : {std::size_t{1}, std::size_t{5}, std::size_t{kCapacity / 4 / un}}) {
+    const std::size_t bytes = count * 4;
+    for (bool in_place : {false, true}) {
+      const std::string at =
+          what + ", " + std::to_string(count) + " int32" + (in_place ? " in place" : "");
+      ++call;
+      std::vector<std::int32_t> in = callValues(rank, call, count), out(count, -7), want(count);
+      if (in_place) out = in;
+      leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum);
+      MPI_Allreduce(in.data(), want.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
+                    MPI_COMM_WORLD);
+      ASSERT_EQ(out, want) << "AllReduce, " << at;
+      for (int root = 0; root < n; ++root) {
+        ++call;
+        std::vector<std::int32_t> data = callValues(root, call, count);
+        std::vector<std::int32_t> got = rank == root ? data : std::vector<std::int32_t>(count);
+        std::vector<std::int32_t> src = data;
+        leaders.broadcast(bytesOf(in_place || rank != root ? got : src), bytesOf(got), bytes, root);
+        ASSERT_EQ(got, data) << "Broadcast root " << root << ", " << at;
+        std::vector<std::int32_t> mine = callValues(rank, call, count), sum(count, -7);
+        if (in_place && rank == root) sum = mine;
+        leaders.reduce(bytesOf(in_place && rank == root ? sum : mine), bytesOf(sum), bytes, kSum,
+                       root);
+        std::vector<std::int32_t> expected(count);
+        MPI_Reduce(mine.data(), expected.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
+                   root, MPI_COMM_WORLD);
+        if (rank == root) {
+          ASSERT_EQ(sum, expected) << "Reduce root " << root << ", " << at;
+        }
+      }
+      ++call;
+      std::vector<std::int32_t> block = callValues(rank, call, count), all(count * un, -7),
+                                expected(count * un);
+      if (in_place) std::copy(block.begin(), block.end(), all.begin() + rank * count);
+      leaders.allGather(in_place ? bytesOf(all) + rank * bytes : bytesOf(block), bytesOf(all),
+                        bytes);
+      MPI_Allgather(block.data(), static_cast<int>(count), MPI_INT32_T, expected.data(),
+                    static_cast<int>(count), MPI_INT32_T, MPI_COMM_WORLD);
+      ASSERT_EQ(all, expected) << "AllGather, " << at;
+      ++call;
+      std::vector<std::int32_t> whole = callValues(rank, call, count * un), part(count, -7),
+                                want_part(count);
+      std::vector<std::int32_t> inplace = whole;
+      leaders.reduceScatter(in_place ? bytesOf(inplace) : bytesOf(whole),
+                            in_place ? bytesOf(inplace) : bytesOf(part), bytes, kSum);
+      if (in_place) part.assign(inplace.begin(), inplace.begin() + static_cast<long>(count));
+      MPI_Reduce_scatter_block(whole.data(), want_part.data(), static_cast<int>(count), MPI_INT32_T,
+                               MPI_SUM, MPI_COMM_WORLD);
+      ASSERT_EQ(part, want_part) << "ReduceScatter, " << at;
+    }
+  }
+}
+
+TEST(NodeLeaders, OneRoundAndLogRoundsMatchPmpi) {
+  const int n = worldSize();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  for (int nodes = 2; nodes <= n; ++nodes) {
+    for (int one_round_max : {NodeLeaders::kOneRoundMaxNodes, 1}) {
+      EmulatedNodes emulated(nodes, one_round_max);
+      checkEveryCollective(
+          emulated.leaders(),
+          std::to_string(nodes) + " nodes, " + (one_round_max == 1 ? "log rounds" : "one round"));
+    }
+  }
+}
+
+}  // namespace
