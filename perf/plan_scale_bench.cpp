@@ -45,6 +45,8 @@ decision on one 16-GPU node); AllReduce of 1 GiB on dgx1-v100:4.
   --quick           dgx1-v100:8 AllReduce only (a smoke run)
   --case T,C,B      one case instead (zoo topology, collective, bytes with K/M/G),
                     may repeat
+  --family F        only candidates of family F (plan::familyOf: trees,
+                    hierarchical, ring, dbt), baselines not built
   --limit-mib M     address-space limit of each child (default 3072): a case that
                     needs more fails (row FAILED) instead of swapping the machine
   -h, --help        this text
@@ -85,26 +87,32 @@ struct Result {
   long peak_kib = 0;
   double predicted_gbps = 0.0;
   double optimal_gbps = 0.0;
+  std::size_t steps = 0;  // the chosen plan's steps, every rank's
   char algorithm[64] = {};
   bool ok = false;
 };
 
 // Plans one case; runs in the child.
-Result planCase(const Case& c) {
+Result planCase(const Case& c, const std::string& family) {
   Result r;
   const topo::Topology t = topo::makeZooTopology(c.topology, topo::LinkTable::builtin());
   plan::PlannerOptions options;
+  if (!family.empty()) {
+    options.only_family = family;
+    options.allow_baselines = false;
+  }
   const auto start = std::chrono::steady_clock::now();
   const plan::Choice choice = plan::choosePlan(c.collective, t, c.bytes, 0, options);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.predicted_gbps = static_cast<double>(c.bytes) / choice.seconds / 1e9;
   r.optimal_gbps = plan::optimalAlgbwGbps(c.collective, t, 0, {});
+  r.steps = choice.plan.numSteps();
   std::snprintf(r.algorithm, sizeof r.algorithm, "%s", choice.plan.algorithm.c_str());
   r.ok = true;
   return r;
 }
 
-Result runInChild(const Case& c, long limit_mib) {
+Result runInChild(const Case& c, const std::string& family, long limit_mib) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = fork();
@@ -115,7 +123,7 @@ Result runInChild(const Case& c, long limit_mib) {
     setrlimit(RLIMIT_AS, &limit);
     Result r;
     try {
-      r = planCase(c);
+      r = planCase(c, family);
     } catch (const std::exception& e) {
       std::cerr << c.topology << ": " << e.what() << "\n";
     }
@@ -146,6 +154,7 @@ int main(int argc, char** argv) {
   std::vector<Case> cases;
   bool quick = false;
   long limit_mib = 3072;
+  std::string family;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -164,6 +173,8 @@ int main(int argc, char** argv) {
       md_path = value();
     } else if (a == "--limit-mib") {
       limit_mib = std::stol(value());
+    } else if (a == "--family") {
+      family = value();
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--case") {
@@ -203,27 +214,27 @@ int main(int argc, char** argv) {
     std::cerr << "cannot write " << csv_path << " or " << md_path << "\n";
     return 1;
   }
-  csv << "topology,collective,bytes,seconds,cpu_seconds,peak_mib,algorithm,predicted_gbps,"
+  csv << "topology,collective,bytes,seconds,cpu_seconds,peak_mib,algorithm,steps,predicted_gbps,"
          "optimal_gbps\n";
-  md << "| topology | collective | bytes | plan + simulate s | CPU s | peak MiB | chosen | "
+  md << "| topology | collective | bytes | plan + simulate s | CPU s | peak MiB | chosen | steps | "
         "predicted GB/s | optimal GB/s | predicted / optimal |\n"
-        "|---|---|---|---|---|---|---|---|---|---|\n";
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
   bool failed = false;
   for (const Case& c : cases) {
-    const Result r = runInChild(c, limit_mib);
+    const Result r = runInChild(c, family, limit_mib);
     failed = failed || !r.ok;
     const double mib = static_cast<double>(r.peak_kib) / 1024.0;
     std::ostringstream row;
     row << std::fixed << std::setprecision(2);
     row << c.topology << ',' << plan::toString(c.collective) << ',' << c.bytes << ',' << r.seconds
         << ',' << r.cpu_seconds << ',' << mib << ',' << (r.ok ? r.algorithm : "FAILED") << ','
-        << r.predicted_gbps << ',' << r.optimal_gbps;
+        << r.steps << ',' << r.predicted_gbps << ',' << r.optimal_gbps;
     csv << row.str() << "\n";
     std::cout << row.str() << std::endl;
     md << std::fixed << std::setprecision(2) << "| " << c.topology << " | "
        << plan::toString(c.collective) << " | " << c.bytes << " | " << r.seconds << " | "
        << r.cpu_seconds << " | " << mib << " | " << (r.ok ? r.algorithm : "FAILED") << " | "
-       << r.predicted_gbps << " | " << r.optimal_gbps << " | "
+       << r.steps << " | " << r.predicted_gbps << " | " << r.optimal_gbps << " | "
        << (r.optimal_gbps > 0 ? r.predicted_gbps / r.optimal_gbps : 0.0) << " |\n";
   }
   return failed ? 1 : 0;

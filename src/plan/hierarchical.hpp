@@ -5,23 +5,30 @@
 //
 // Ownership. The buffer is cut into blocks, each with a home node:
 // - AllReduce: N near-equal blocks, block m homed on node m (N = nodes with GPUs);
+//   from 32 nodes on, V stripes (V the most ports any node has), each cut so;
 // - Broadcast / Reduce: one block, homed on the root's node;
 // - AllGather / ReduceScatter: one block per rank (its segment, Plan::segmentOffset),
 //   homed on the rank's node and owned there by the rank itself.
-// Every node k cuts every block into V_k near-equal contiguous parts, V_k its ports
-// (NodeLayout: one per GPU, more where NICs outnumber GPUs), part j owned by its j-th
-// port (except where the rank itself owns its segment on its home node). The common
-// refinement of these cuts gives the pieces: a piece has exactly one owner on every
-// node, whatever the nodes' GPU counts, and each port owns about 1/V_k of every
-// block, so the inter-node traffic of a node is spread evenly over its GPUs and NICs.
-// With equal counts the pieces are the slices of each block and the owners of a piece
-// share their local index.
+// Every node k cuts every block (AllReduce from 32 nodes: the whole buffer) into V_k near-equal
+// contiguous parts, V_k its ports (NodeLayout: one per GPU, more where NICs outnumber
+// GPUs), part j owned by its j-th port (except where the rank itself owns its segment
+// on its home node). The common refinement of these cuts gives the pieces: a piece
+// has exactly one owner on every node, whatever the nodes' GPU counts, and each port
+// owns about 1/V_k of every home's bytes, so the inter-node traffic of a node is
+// spread evenly over its GPUs and NICs. With equal counts the pieces are the slices of
+// each block and the owners of a piece share their local index; for AllReduce from 32
+// nodes a port's pieces are then one contiguous run, which the intra-node trees move in
+// chunks spanning pieces, so their messages do not grow with N.
 //
 // Phases (per collective; P1 and P3 inside each node over trees packed on the node's
 // own sub-topology, P2 between the owners of each piece):
 // - AllReduce: P1 ReduceScatter to the owners; P2 for each piece a chain reduce
 //   along the nodes ending at the home node, then a chain broadcast from it (the
-//   ring AllReduce, piece by piece: each node sends 2(N-1)/N of the buffer); P3
+//   ring AllReduce, piece by piece: each node sends 2(N-1)/N of the buffer), or from
+//   16 nodes on NCCL's double binary tree over the nodes (chunks alternate between
+//   two binary trees, a node inner in one a leaf of the other: the same traffic per
+//   node in 2 log2(N) stages instead of 2(N-1); perf/README.md: how the phases
+//   overlap, more than this depth, keeps large clusters below the NIC bound); P3
 //   AllGather from the owners.
 // - Broadcast: P1 broadcast on the root's node; P2 chain broadcast of each piece from
 //   its owner there; P3 AllGather from the owners on every other node.

@@ -235,7 +235,19 @@ Choice choosePlan(Collective c, const topo::Topology& t, std::uint64_t bytes, in
   if (!only_baseline) all = blinkCandidates(c, t, bytes, root_rank, o);
   // With no tree plan left (the budget ran out), the baselines stand in even when
   // only Blink's trees were asked for.
-  if (o.allow_baselines || only_baseline || all.empty()) {
+  // Past kBaselineMaxGpus the baselines are named but not built (unless nothing else
+  // is left or they were asked for): their plans alone outgrow the planning budget.
+  const bool baselines_fit = t.gpus().size() <= kBaselineMaxGpus;
+  if ((o.allow_baselines || only_baseline) && !baselines_fit && !all.empty() && !only_baseline) {
+    const std::string why_not = "not built past " + std::to_string(kBaselineMaxGpus) +
+                                " GPUs: every ring alone moves " + std::to_string(t.gpus().size()) +
+                                " pieces over 2(n-1) hops";
+    choice.candidates.push_back({"ring", 0.0, false, why_not});
+    if (c != Collective::AllGather && c != Collective::ReduceScatter) {
+      choice.candidates.push_back({"double-binary-tree", 0.0, false, why_not});
+    }
+    BLINK_LOG(Info, "planner: ring and double binary tree on " << t.name() << " " << why_not);
+  } else if (o.allow_baselines || only_baseline || all.empty()) {
     all.emplace_back(ringPlan(c, t, bytes, root_rank, o.lower), 0.0);
     if (c != Collective::AllGather && c != Collective::ReduceScatter) {
       all.emplace_back(doubleBinaryTreePlan(c, t, bytes, root_rank, o.lower), 0.0);

@@ -9,6 +9,7 @@
 // whose packing ran out of it with nothing usable is left out.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,6 +76,14 @@ Choice choosePlan(Collective collective, const topo::Topology& topology, std::ui
 // 32619 us) while their cost grows past seconds from 32 GPUs on. So on GPUs that
 // lie on several nodes they are tried only up to this many GPUs.
 inline constexpr std::size_t kFlatClusterMaxGpus = 16;
+
+// The ring and double-binary-tree baselines are built and simulated up to this many
+// GPUs. Beyond, their plans outgrow planning (hgx-h100:128, 1024 GPUs: eight rings of
+// 2 x 1023 hops over 1024 pieces each, about 16.7 M messages; the double binary tree
+// about 2 M at 1 GiB), while the hierarchical plan stays within its message budget;
+// choosePlan lists them as not available, unless no other plan is left or only a
+// baseline family was asked for.
+inline constexpr std::size_t kBaselineMaxGpus = 256;
 
 // Whether blinkCandidates packs flat trees over the whole topology: on one node
 // always; on several nodes up to kFlatClusterMaxGpus GPUs.
