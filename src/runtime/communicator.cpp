@@ -405,6 +405,18 @@ void Communicator::runOffPlan(Body&& body) {
   }
 }
 
+template <typename Body>
+void Communicator::runLeaders(Body&& body) {
+  runOffPlan([&] {
+    body();
+    settleTransports();
+  });
+}
+
+void Communicator::settleTransports() {
+  for (const auto& transport : transport_objects_) transport->settle(timeout_s_);
+}
+
 void Communicator::moveBytes(bool on_device, void* to, const void* from, std::size_t bytes) {
   if (bytes == 0 || to == from) return;
   if (!on_device) {
@@ -602,7 +614,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
   try {
     execute(cp.program, work, in, combine, options);
-    for (const auto& transport : transport_objects_) transport->settle(timeout_s_);
+    settleTransports();
   } catch (const Error& e) {
     // Streams stopped mid-message cannot be resynchronised with the peers.
     broken_ = e.what();
@@ -629,7 +641,7 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
       runOffPlan(
           [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
     } else if (cp.algorithm == Algorithm::Leaders) {
-      runOffPlan(
+      runLeaders(
           [&] { leaders_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
     } else if (cp.algorithm == Algorithm::Direct) {
       runOffPlan([&] {
@@ -669,7 +681,7 @@ void Communicator::broadcast(const void* send, void* recv, std::size_t count, bl
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (cp.algorithm == Algorithm::Leaders) {
-    runOffPlan([&] { leaders_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
+    runLeaders([&] { leaders_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else if (cp.algorithm == Algorithm::Direct) {
     runOffPlan([&] { direct_->broadcast(asBytes(send), asBytes(recv), bytes, root); });
   } else {
@@ -701,7 +713,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
         one_shot_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
       });
     } else if (cp.algorithm == Algorithm::Leaders) {
-      runOffPlan([&] {
+      runLeaders([&] {
         leaders_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
       });
     } else {
@@ -742,7 +754,7 @@ void Communicator::allGather(const void* send, void* recv, std::size_t send_coun
     return;
   }
   if (cp.algorithm == Algorithm::Leaders) {  // comm rank order as well
-    runOffPlan([&] { leaders_->allGather(asBytes(send), out, block); });
+    runLeaders([&] { leaders_->allGather(asBytes(send), out, block); });
     return;
   }
   if (cp.algorithm == Algorithm::Direct) {
@@ -788,7 +800,7 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else if (cp.algorithm == Algorithm::Leaders) {
-    runOffPlan([&] { leaders_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
+    runLeaders([&] { leaders_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else if (cp.algorithm == Algorithm::Direct) {
     // A result that lands elsewhere in `send` than this rank's own block waits in
     // scratch unless the path allows it (MPI_IN_PLACE puts it at the start).

@@ -118,6 +118,12 @@ class Communicator {
   // broken, and breaks it if the call fails midway.
   template <typename Body>
   void runOffPlan(Body&& body);
+  // runOffPlan for the node leaders, whose rounds use the streams between nodes: they
+  // are settled before the call returns, as a plan's are (transport.hpp, settle).
+  template <typename Body>
+  void runLeaders(Body&& body);
+  // Returns once what this rank pushed on any transport has left the process.
+  void settleTransports();
   void checkUsable() const;
   // Collective: throws MemoryTypeError on every rank when any rank's buffers are
   // not host memory (memory_agreement.hpp); before any data of the call moves. For the
