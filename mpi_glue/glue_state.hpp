@@ -84,7 +84,9 @@ struct GlueState {
   void fellBack(Coll c, Fallback why) {
     add(threadCounters()[static_cast<std::size_t>(c)].fallbacks[static_cast<std::size_t>(why)], 1);
   }
-  void refused(Coll c) { add(threadCounters()[static_cast<std::size_t>(c)].refused_memory_type, 1); }
+  void refused(Coll c) {
+    add(threadCounters()[static_cast<std::size_t>(c)].refused_memory_type, 1);
+  }
 
  private:
   static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n) {

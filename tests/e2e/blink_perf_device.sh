@@ -28,7 +28,7 @@ done
   > "$work/text" 2>&1
 grep -q "device buffers: the MPI baseline is skipped" "$work/text" || {
   echo "FAIL: no note that the MPI baseline is skipped"; cat "$work/text"; exit 1; }
-grep -q "rank(s) on 1 node(s), device buffers" "$work/text" || {
+grep -q "rank(s) on 1 MPI host(s), device buffers" "$work/text" || {
   echo "FAIL: the header does not say device buffers"; cat "$work/text"; exit 1; }
 # --baseline nccl: a library that is not there is said so, and Blink's sweep runs.
 "$mpiexec" "${flags[@]}" -np 2 "$perf" -m device -b 1K -e 2K -n 1 -w 1 --baseline nccl \
