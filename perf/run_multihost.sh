@@ -7,12 +7,12 @@
 #                              [--transport pmpi|ucx] [-- BLINK_PERF_ARGS...]
 #   --ranks      ranks per host (default 2,2: two hosts of two ranks)
 #   --nics       NICs per host (default 1); --rate a tc tbf limit per NIC (e.g. 1gbit)
-#   --transport  Blink's streams between nodes (default ucx, as in the library)
+#   --transport  Blink's streams between nodes (default pmpi, as in the library)
 #   BLINK_PERF_ARGS default to `-b 8 -e 4K -n 200 -w 20` (AllReduce, float32)
 # Prints blink_perf's table (ratio = Blink time / MPI time; below 1, Blink is faster).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build ranks=2,2 nics=1 rate='' transport=ucx
+build=$root/build ranks=2,2 nics=1 rate='' transport=pmpi
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in

@@ -27,9 +27,8 @@ extern "C" const char* blinkGetBuildInfo(void) {
       ", transports: shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
       (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES + ")"
                        : std::string("CUDA: not built, emulated device only")) +
-      (BLINK_HAVE_UCX
-           ? "; UCX: the ucx transport between nodes, the default where it reaches every peer"
-           : "; UCX: not built") +
+      (BLINK_HAVE_UCX ? "; UCX: the ucx transport between nodes, opt-in (BLINK_TRANSPORT)"
+                      : "; UCX: not built") +
       "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
       "direct, leaders, trees, hierarchical, ring, dbt)";
   return info.c_str();

@@ -5,8 +5,8 @@
 #
 # Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE]
 #   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
-#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=pmpi (without
-#                it, streams between nodes take the default: ucx where it is built).
+#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx (without
+#                it, streams between nodes take the default, pmpi).
 #   collectives  tests/test_collectives (every collective through the C API, in
 #                place and not, checked against PMPI_* or an exact oracle; every
 #                collective at 0..4 KiB, which must take the node leaders' algorithm);
@@ -35,7 +35,6 @@ setting=()
 [[ -z ${4:-} ]] || setting=(-x "$4")
 # The transport streams between nodes must take: the one named, else the default.
 between=pmpi
-grep -q "define BLINK_HAVE_UCX 1" "$build/src/generated/common/build_config.h" && between=ucx
 [[ ${4:-} != BLINK_TRANSPORT=between=* ]] || between=${4#BLINK_TRANSPORT=between=}
 here=$(cd "$(dirname "$0")" && pwd)
 emulate=$here/../../scripts/emulate-hosts.sh
