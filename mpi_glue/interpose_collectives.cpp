@@ -484,6 +484,23 @@ void paddedAllGather(BlinkComm& c, std::byte* work, const Blocks& b) {
               static_cast<std::size_t>(b.largest), blinkUint8);
 }
 
+// This rank's own block of a gather: its send buffer or, in place, its place in the
+// receive buffer.
+struct OwnBlock {
+  const void* buffer;
+  int count;
+  MPI_Datatype type;
+  const TypeInfo& info;
+};
+
+// Packs this rank's block into its slot of `work`, then runs the padded AllGather.
+void gatherPaddedBlocks(BlinkComm& c, std::byte* work, const Blocks& b, const OwnBlock& own,
+                        MPI_Comm comm) {
+  pack(own.buffer, own.count, own.type, own.info,
+       work + static_cast<std::uint64_t>(c.rank()) * b.largest, comm);
+  paddedAllGather(c, work, b);
+}
+
 std::uint64_t itemBytes(int count, const TypeInfo& info) {
   return count > 0 ? static_cast<std::uint64_t>(count) * info.size : 0;
 }
@@ -548,15 +565,14 @@ extern "C" int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
           }
           ScratchLease scratch;
           std::byte* work = scratch.get(blocks->padded);
-          std::byte* slot = work + static_cast<std::uint64_t>(me) * blocks->largest;
-          if (in_place) {
-            blink::glue::pack(
-                blink::glue::offsetBy(recvbuf, static_cast<MPI_Aint>(displs[me]) * recv.extent),
-                recvcounts[me], recvtype, recv, slot, comm);
-          } else {
-            blink::glue::pack(sendbuf, sendcount, sendtype, send, slot, comm);
-          }
-          blink::glue::paddedAllGather(c, work, *blocks);
+          using blink::glue::OwnBlock;
+          blink::glue::gatherPaddedBlocks(
+              c, work, *blocks,
+              in_place ? OwnBlock{blink::glue::offsetBy(
+                                      recvbuf, static_cast<MPI_Aint>(displs[me]) * recv.extent),
+                                  recvcounts[me], recvtype, recv}
+                       : OwnBlock{sendbuf, sendcount, sendtype, send},
+              comm);
           for (int r = 0; r < c.size(); ++r) {
             if (in_place && r == me) continue;
             blink::glue::unpack(
@@ -612,15 +628,14 @@ extern "C" int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
           }
           ScratchLease scratch;
           std::byte* work = scratch.get(blocks->padded);
-          std::byte* slot = work + static_cast<std::uint64_t>(me) * blocks->largest;
-          if (in_place) {
-            blink::glue::pack(
-                blink::glue::offsetBy(recvbuf, static_cast<MPI_Aint>(me) * recvcount * recv.extent),
-                recvcount, recvtype, recv, slot, comm);
-          } else {
-            blink::glue::pack(sendbuf, sendcount, sendtype, send, slot, comm);
-          }
-          blink::glue::paddedAllGather(c, work, *blocks);
+          using blink::glue::OwnBlock;
+          blink::glue::gatherPaddedBlocks(
+              c, work, *blocks,
+              in_place ? OwnBlock{blink::glue::offsetBy(
+                                      recvbuf, static_cast<MPI_Aint>(me) * recvcount * recv.extent),
+                                  recvcount, recvtype, recv}
+                       : OwnBlock{sendbuf, sendcount, sendtype, send},
+              comm);
           if (me == root) {
             blink::glue::unpack(work, recvbuf, static_cast<MPI_Count>(recvcount) * c.size(),
                                 recvtype, recv, comm);
@@ -694,15 +709,14 @@ extern "C" int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype send
           const int me = c.rank();
           ScratchLease scratch;
           std::byte* work = scratch.get(blocks->padded);
-          std::byte* slot = work + static_cast<std::uint64_t>(me) * blocks->largest;
-          if (in_place) {
-            blink::glue::pack(
-                blink::glue::offsetBy(recvbuf, static_cast<MPI_Aint>(displs[me]) * recv.extent),
-                recvcounts[me], recvtype, recv, slot, comm);
-          } else {
-            blink::glue::pack(sendbuf, sendcount, sendtype, send, slot, comm);
-          }
-          blink::glue::paddedAllGather(c, work, *blocks);
+          using blink::glue::OwnBlock;
+          blink::glue::gatherPaddedBlocks(
+              c, work, *blocks,
+              in_place ? OwnBlock{blink::glue::offsetBy(
+                                      recvbuf, static_cast<MPI_Aint>(displs[me]) * recv.extent),
+                                  recvcounts[me], recvtype, recv}
+                       : OwnBlock{sendbuf, sendcount, sendtype, send},
+              comm);
           if (me != root) return;
           for (int r = 0; r < c.size(); ++r) {
             if (in_place && r == me) continue;
