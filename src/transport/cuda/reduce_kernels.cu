@@ -1,3 +1,4 @@
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -24,32 +25,27 @@ struct Plain {
   __device__ static T narrow(T v) { return v; }
 };
 
+// The hardware conversions (cvt) are exact for every finite fp16 and round float to
+// fp16 to nearest even, subnormals and overflow included, as the host's do; only NaNs
+// differ (cvt returns a canonical NaN), so those take the host's rule by a select. The
+// software conversions this replaced made fp16 sums compute-bound at 0.68 of the copy
+// bandwidth on an H200 (bf16: 1.0).
 __device__ inline float halfBitsToFloat(std::uint16_t h) {
   const std::uint32_t hv = h;
-  const std::uint32_t sign = (hv & 0x8000u) << 16;
-  const std::uint32_t em = hv & 0x7FFFu;
-  std::uint32_t bits = (em << 13) + 0x38000000u;
-  if (em >= 0x7C00u) bits += 0x38000000u;  // Inf and NaN: exponent 255
-  if (em > 0x7C00u) bits |= 0x00400000u;   // NaN: quiet
-  if (em < 0x0400u) {                      // zero and subnormals: em * 2^-24, exact
-    bits = __float_as_uint(static_cast<float>(static_cast<std::int32_t>(em)) * 0x1p-24f);
-  }
-  return __uint_as_float(bits | sign);
+  const float converted = __half2float(__ushort_as_half(h));
+  // NaN: sign, quiet bit, top payload bits kept.
+  const std::uint32_t nan = ((hv & 0x8000u) << 16) | 0x7FC00000u | ((hv & 0x03FFu) << 13);
+  return (hv & 0x7FFFu) > 0x7C00u ? __uint_as_float(nan) : converted;
 }
 
 __device__ inline std::uint16_t floatToHalfBits(float f) {
   const std::uint32_t x = __float_as_uint(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t a = x & 0x7FFFFFFFu;
-  std::uint32_t r = (a - 0x38000000u + 0x0FFFu + ((a >> 13) & 1u)) >> 13;
-  if (a < 0x38800000u) {
-    // Below 2^-14: adding 0.5 makes the (round-to-nearest-even) float addition round
-    // the value to a multiple of 2^-24. __fadd_rn: never contracted or flushed.
-    r = __float_as_uint(__fadd_rn(__uint_as_float(a), 0.5f)) - 0x3F000000u;
-  }
-  if (a >= 0x47800000u) r = 0x7C00u;                         // overflow: Inf
-  if (a > 0x7F800000u) r = 0x7E00u | ((a >> 13) & 0x03FFu);  // NaN: quiet, top payload
-  return static_cast<std::uint16_t>(r | sign);
+  const std::uint16_t converted = __half_as_ushort(__float2half_rn(f));
+  // NaN: quiet, top payload bits, sign kept.
+  const auto nan =
+      static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7E00u | ((a >> 13) & 0x03FFu));
+  return a > 0x7F800000u ? nan : converted;
 }
 
 __device__ inline float bfloatBitsToFloat(std::uint16_t b) {
