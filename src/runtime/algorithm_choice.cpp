@@ -9,6 +9,7 @@
 #include "algorithms/shm_one_shot.hpp"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "transport/cuda/device_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -89,6 +90,15 @@ ForcedAlgorithms ForcedAlgorithms::fromEnvironment() {
 
 std::optional<Algorithm> ForcedAlgorithms::forced(plan::Collective c) const {
   return per_collective_[static_cast<std::size_t>(c)];
+}
+
+void priceForDeviceBuffers(NodeAlgorithms& node, plan::PlannerOptions& planner) {
+  node.board_capacity = 0;
+  node.direct_min = 0;
+  node.leaders = false;
+  node.board_off = node.direct_off = node.leaders_off = "device buffers";
+  planner.lower.step_overhead_us = transport::kDeviceStepOverheadUs;
+  planner.sim.step_overhead_us = transport::kDeviceStepOverheadUs;
 }
 
 AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& topology,

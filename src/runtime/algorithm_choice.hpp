@@ -79,6 +79,12 @@ struct CallShape {
   int root_plan = -1;       // plan rank of the root of Broadcast and Reduce
 };
 
+// Device buffers: the node algorithms move host memory only, so they are off, and
+// every step of a plan is priced at the device transport's cost
+// (transport::kDeviceStepOverheadUs), so the planner cuts fewer, larger chunks and
+// prefers plans of fewer steps there.
+void priceForDeviceBuffers(NodeAlgorithms& node, plan::PlannerOptions& planner);
+
 // Scores every candidate for `call` on `topology` and picks one. Throws what the
 // planner throws for bad arguments.
 AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& topology,

@@ -498,12 +498,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
       NodeAlgorithms node = node_;
-      if (on_device) {  // the board and the direct path move host memory only
-        node.board_capacity = 0;
-        node.direct_min = 0;
-        node.leaders = false;
-        node.board_off = node.direct_off = node.leaders_off = "device buffers";
-      }
+      if (on_device) priceForDeviceBuffers(node, options);
       AlgorithmChoice choice =
           chooseAlgorithm({c, bytes, root_plan}, job_.topology, node, forced_, options);
       cp.algorithm = choice.algorithm;

@@ -8,6 +8,7 @@
 #include "plan/tree_cache.hpp"
 #include "runtime/communicator.hpp"
 #include "topology/topology_text.hpp"
+#include "transport/cuda/device_transport.hpp"
 
 namespace blink::runtime {
 
@@ -35,9 +36,12 @@ std::string Communicator::explain() const {
   }
   out << "\nThis rank's device: " << gpu_note_;
   out << "\nDevice buffers: "
-      << (device_path_ ? "the planner's plans on " + device_->describe() +
-                             ", streams of the device transport (cuda)"
-                       : "no GPU data path (" + device_off_ + ")");
+      << (device_path_
+              ? "the planner's plans on " + device_->describe() +
+                    ", streams of the device transport (cuda), each step of a plan "
+                    "priced at " +
+                    std::to_string(static_cast<int>(transport::kDeviceStepOverheadUs)) + " us"
+              : "no GPU data path (" + device_off_ + ")");
   out << "\nStreams of plans: " << transports_.describe() << between_note_ << "\n";
   out << "Memory: " << memory_.describe() << "\n";
   out << "Algorithms: every call takes the fastest predicted of the planner's plans (trees, "

@@ -180,6 +180,32 @@ TEST(AlgorithmChoice, WithoutTheNodeAlgorithmsAPlanRuns) {
   }
 }
 
+TEST(AlgorithmChoice, DeviceBuffersPriceEveryStepAtTheDeviceTransportsCost) {
+  // Measured on an H200 (transport/cuda/device_transport.hpp): priced at the host's
+  // 1 us a step, AllReduce of 4 MiB took a plan of ~100 small steps that ran 20x
+  // slower than a ring there. Priced at the device's cost, plans have fewer steps.
+  for (int ranks : {2, 4}) {
+    const topo::Topology t = hostRanks(ranks);
+    runtime::NodeAlgorithms host_node = bothOn(), device_node = bothOn();
+    plan::PlannerOptions host_options, device_options;
+    runtime::priceForDeviceBuffers(device_node, device_options);
+    EXPECT_EQ(device_options.sim.step_overhead_us, device_options.lower.step_overhead_us);
+    EXPECT_GT(device_options.sim.step_overhead_us, 10.0 * host_options.sim.step_overhead_us);
+    const runtime::CallShape call{plan::Collective::AllReduce, 4 << 20, -1};
+    const auto device = runtime::chooseAlgorithm(call, t, device_node, {}, device_options);
+    ASSERT_TRUE(runtime::runsPlan(device.algorithm)) << device.why;
+    EXPECT_NE(device.why.find("board n/a: device buffers"), std::string::npos) << device.why;
+    EXPECT_NE(device.why.find("direct n/a: device buffers"), std::string::npos) << device.why;
+    // On host buffers a node algorithm would win; compare with the plan it would run.
+    runtime::NodeAlgorithms plans_only = host_node;
+    plans_only.board_capacity = plans_only.direct_min = 0;
+    const auto host_plan = runtime::chooseAlgorithm(call, t, plans_only, {}, host_options);
+    EXPECT_LT(device.plan.numSteps(), host_plan.plan.numSteps())
+        << ranks << " ranks: " << device.why << " / " << host_plan.why;
+    EXPECT_GT(device.seconds, host_plan.seconds) << device.why;
+  }
+}
+
 TEST(AlgorithmChoice, TreesWinLargeCallsOnAFragmentWithoutAnNvlinkRing) {
   const topo::Topology frag =
       topo::makeZooTopology("dgx1-v100", topo::LinkTable::builtin()).restrictToGpus({0, 1, 2, 4});
