@@ -1,31 +1,16 @@
 #include "runtime/datatype.hpp"
 
+#include "common/datatype_size.hpp"
 #include "common/error.hpp"
 
 namespace blink::runtime {
 
 std::size_t elementSize(blinkDataType_t type) {
-  switch (type) {
-    case blinkInt8:
-    case blinkUint8:
-      return 1;
-    case blinkInt16:
-    case blinkUint16:
-    case blinkFloat16:
-    case blinkBfloat16:
-      return 2;
-    case blinkInt32:
-    case blinkUint32:
-    case blinkFloat32:
-      return 4;
-    case blinkInt64:
-    case blinkUint64:
-    case blinkFloat64:
-      return 8;
-    default:
-      throw Error(blinkInvalidArgument,
-                  "unknown datatype " + std::to_string(static_cast<int>(type)));
+  const std::size_t bytes = datatypeSize(type);
+  if (bytes == 0) {
+    throw Error(blinkInvalidArgument, "unknown datatype " + std::to_string(static_cast<int>(type)));
   }
+  return bytes;
 }
 
 bool isFloating(blinkDataType_t type) {
