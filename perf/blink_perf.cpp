@@ -28,6 +28,7 @@
 
 #include "blink/blink.h"
 #include "nccl_baseline.hpp"
+#include "runtime/mpi_reference.hpp"
 #include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "tools/cli.hpp"
@@ -184,48 +185,8 @@ bool isUnsigned(blinkDataType_t t) {
   return t == blinkUint8 || t == blinkUint16 || t == blinkUint32 || t == blinkUint64;
 }
 
-// MPI's twin of a Blink type for arithmetic; MPI_DATATYPE_NULL for fp16/bf16.
-MPI_Datatype mpiType(blinkDataType_t t) {
-  switch (t) {
-    case blinkInt8:
-      return MPI_INT8_T;
-    case blinkUint8:
-      return MPI_UINT8_T;
-    case blinkInt16:
-      return MPI_INT16_T;
-    case blinkUint16:
-      return MPI_UINT16_T;
-    case blinkInt32:
-      return MPI_INT32_T;
-    case blinkUint32:
-      return MPI_UINT32_T;
-    case blinkInt64:
-      return MPI_INT64_T;
-    case blinkUint64:
-      return MPI_UINT64_T;
-    case blinkFloat32:
-      return MPI_FLOAT;
-    case blinkFloat64:
-      return MPI_DOUBLE;
-    default:
-      return MPI_DATATYPE_NULL;
-  }
-}
-
-MPI_Op mpiOp(blinkRedOp_t op) {
-  switch (op) {
-    case blinkSum:
-      return MPI_SUM;
-    case blinkProd:
-      return MPI_PROD;
-    case blinkMin:
-      return MPI_MIN;
-    case blinkMax:
-      return MPI_MAX;
-    default:
-      return MPI_OP_NULL;
-  }
-}
+using rt::mpiOp;  // blink_perf's ops (kOps) all have one
+using rt::mpiType;
 
 // ---- The command line ---------------------------------------------------------------
 
