@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "blink_perf_options.hpp"
+#include "runtime/mpi_reference.hpp"
 #include "runtime/reduce_cpu.hpp"
 
 namespace blink_perf {
@@ -64,27 +65,8 @@ Period expectedPeriod(int n, blinkRedOp_t op, blinkDataType_t t) {
   Period p(kPeriod * es);
   for (std::size_t k = 0; k < kPeriod; ++k) {
     double acc = inputValue(0, k, op, t);
-    for (int r = 1; r < n; ++r) {
-      const double v = inputValue(r, k, op, t);
-      switch (op) {
-        case blinkProd:
-          acc *= v;
-          break;
-        case blinkMin:
-          acc = std::min(acc, v);
-          break;
-        case blinkMax:
-          acc = std::max(acc, v);
-          break;
-        default:
-          acc += v;
-      }
-    }
-    if (op == blinkAvg) {
-      acc = t == blinkFloat64
-                ? acc / n
-                : static_cast<double>(static_cast<float>(acc) / static_cast<float>(n));
-    }
+    for (int r = 1; r < n; ++r) acc = rt::exactCombine(acc, inputValue(r, k, op, t), op);
+    if (op == blinkAvg) acc = rt::exactAverage(acc, n, t);
     storeValue(p.data() + k * es, t, acc);
   }
   return p;

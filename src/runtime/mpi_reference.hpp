@@ -1,10 +1,12 @@
-// MPI's twins of Blink's datatypes and reduction ops, for code that runs the same call
-// through PMPI as a reference to check or time Blink against: the MPI tests and
-// perf/blink_perf's baseline. (The interposer maps the other way, in
-// mpi_glue/eligibility.hpp.)
+// The references that the MPI tests and perf/blink_perf check or time Blink against:
+// MPI's twins of Blink's datatypes and reduction ops, for running the same call
+// through PMPI, and the exact reduction in double for what MPI cannot check. (The
+// interposer maps types and ops the other way, in mpi_glue/eligibility.hpp.)
 #pragma once
 
 #include <mpi.h>
+
+#include <algorithm>
 
 #include "blink/blink.h"
 
@@ -64,6 +66,33 @@ inline MPI_Op mpiOp(blinkRedOp_t op) {
     default:
       return MPI_OP_NULL;
   }
+}
+
+// acc = op(acc, v), exact in double for the small inputs the checks use, for sum, avg
+// (summed; exactAverage divides at the end), prod, min and max; other ops leave acc.
+inline double exactCombine(double acc, double v, blinkRedOp_t op) {
+  switch (op) {
+    case blinkSum:
+    case blinkAvg:
+      return acc + v;
+    case blinkProd:
+      return acc * v;
+    case blinkMin:
+      return std::min(acc, v);
+    case blinkMax:
+      return std::max(acc, v);
+    default:
+      return acc;
+  }
+}
+
+// avg's last step as Blink's divideBy takes it: the exact sum divided once in the
+// type's own precision (float for fp16, bf16 and fp32).
+inline double exactAverage(double sum, int ranks, blinkDataType_t t) {
+  if (t == blinkFloat16 || t == blinkBfloat16 || t == blinkFloat32) {
+    return static_cast<double>(static_cast<float>(sum) / static_cast<float>(ranks));
+  }
+  return sum / ranks;
 }
 
 }  // namespace blink::runtime

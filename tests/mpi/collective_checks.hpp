@@ -123,33 +123,9 @@ inline std::vector<std::byte> oracle(int ranks, std::size_t count, blinkDataType
   for (std::size_t i = 0; i < count; ++i) {
     double acc = inputValue(0, first + i, op, t);
     for (int r = 1; r < ranks; ++r) {
-      double v = inputValue(r, first + i, op, t);
-      switch (op) {
-        case blinkSum:
-        case blinkAvg:
-          acc += v;
-          break;
-        case blinkProd:
-          acc *= v;
-          break;
-        case blinkMin:
-          acc = std::min(acc, v);
-          break;
-        case blinkMax:
-          acc = std::max(acc, v);
-          break;
-        default:
-          break;
-      }
+      acc = blink::runtime::exactCombine(acc, inputValue(r, first + i, op, t), op);
     }
-    if (op == blinkAvg) {
-      // As divideBy: the exact sum, divided once in the type's own precision.
-      if (t == blinkFloat16 || t == blinkBfloat16 || t == blinkFloat32) {
-        acc = static_cast<double>(static_cast<float>(acc) / static_cast<float>(ranks));
-      } else {
-        acc /= ranks;
-      }
-    }
+    if (op == blinkAvg) acc = blink::runtime::exactAverage(acc, ranks, t);
     // Integers wrap as C unsigned arithmetic does.
     if (!isFloat(t)) {
       const auto bits = 8 * blinkDataTypeSize(t);
