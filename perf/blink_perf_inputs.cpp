@@ -24,37 +24,13 @@ double inputValue(int rank, std::size_t residue, blinkRedOp_t op, blinkDataType_
   return isUnsigned(t) ? static_cast<double>(h) : static_cast<double>(h) - 8.0;  // 0..16, -8..8
 }
 
-void storeValue(std::byte* p, blinkDataType_t t, double v) {
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  switch (t) {
-    case blinkFloat16:
-      put(rt::floatToHalf(static_cast<float>(v)));
-      break;
-    case blinkBfloat16:
-      put(rt::floatToBfloat16(static_cast<float>(v)));
-      break;
-    case blinkFloat32:
-      put(static_cast<float>(v));
-      break;
-    case blinkFloat64:
-      put(v);
-      break;
-    default: {
-      // Integers wrap modulo 2^bits, as C's unsigned arithmetic: the low bytes of the
-      // exact value (little-endian).
-      const auto w = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
-      std::memcpy(p, &w, blinkDataTypeSize(t));
-    }
-  }
-}
-
 }  // namespace
 
 Period inputPeriod(int rank, blinkRedOp_t op, blinkDataType_t t) {
   const std::size_t es = blinkDataTypeSize(t);
   Period p(kPeriod * es);
   for (std::size_t k = 0; k < kPeriod; ++k)
-    storeValue(p.data() + k * es, t, inputValue(rank, k, op, t));
+    rt::storeExact(p.data() + k * es, t, inputValue(rank, k, op, t));
   return p;
 }
 
@@ -67,7 +43,7 @@ Period expectedPeriod(int n, blinkRedOp_t op, blinkDataType_t t) {
     double acc = inputValue(0, k, op, t);
     for (int r = 1; r < n; ++r) acc = rt::exactCombine(acc, inputValue(r, k, op, t), op);
     if (op == blinkAvg) acc = rt::exactAverage(acc, n, t);
-    storeValue(p.data() + k * es, t, acc);
+    rt::storeExact(p.data() + k * es, t, acc);
   }
   return p;
 }

@@ -1,14 +1,19 @@
 // The references that the MPI tests and perf/blink_perf check or time Blink against:
 // MPI's twins of Blink's datatypes and reduction ops, for running the same call
-// through PMPI, and the exact reduction in double for what MPI cannot check. (The
+// through PMPI, and the exact reduction in double (and its storing in each type) for
+// what MPI cannot check. (The
 // interposer maps types and ops the other way, in mpi_glue/eligibility.hpp.)
 #pragma once
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "blink/blink.h"
+#include "runtime/reduce_cpu.hpp"
 
 namespace blink::runtime {
 
@@ -93,6 +98,31 @@ inline double exactAverage(double sum, int ranks, blinkDataType_t t) {
     return static_cast<double>(static_cast<float>(sum) / static_cast<float>(ranks));
   }
   return sum / ranks;
+}
+
+// Stores `v`, an exact value, as one element of type `t` at `p`: integers wrap modulo
+// 2^bits as C's unsigned arithmetic does (the low bytes of the value, little-endian);
+// fp16 and bf16 are rounded once from float.
+inline void storeExact(std::byte* p, blinkDataType_t t, double v) {
+  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (t) {
+    case blinkFloat16:
+      put(floatToHalf(static_cast<float>(v)));
+      break;
+    case blinkBfloat16:
+      put(floatToBfloat16(static_cast<float>(v)));
+      break;
+    case blinkFloat32:
+      put(static_cast<float>(v));
+      break;
+    case blinkFloat64:
+      put(v);
+      break;
+    default: {
+      const auto w = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      std::memcpy(p, &w, blinkDataTypeSize(t));
+    }
+  }
 }
 
 }  // namespace blink::runtime

@@ -19,11 +19,6 @@
 
 namespace collective_checks {
 
-using blink::runtime::bfloat16ToFloat;
-using blink::runtime::floatToBfloat16;
-using blink::runtime::floatToHalf;
-using blink::runtime::halfToFloat;
-
 inline int commRank(MPI_Comm c) {
   int r = 0;
   MPI_Comm_rank(c, &r);
@@ -64,48 +59,7 @@ inline double inputValue(int rank, std::size_t i, blinkRedOp_t op, blinkDataType
 }
 
 inline void store(std::vector<std::byte>& buf, std::size_t i, blinkDataType_t t, double v) {
-  std::byte* p = buf.data() + i * blinkDataTypeSize(t);
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  switch (t) {
-    case blinkInt8:
-      put(static_cast<std::int8_t>(v));
-      break;
-    case blinkUint8:
-      put(static_cast<std::uint8_t>(v));
-      break;
-    case blinkInt16:
-      put(static_cast<std::int16_t>(v));
-      break;
-    case blinkUint16:
-      put(static_cast<std::uint16_t>(v));
-      break;
-    case blinkInt32:
-      put(static_cast<std::int32_t>(v));
-      break;
-    case blinkUint32:
-      put(static_cast<std::uint32_t>(v));
-      break;
-    case blinkInt64:
-      put(static_cast<std::int64_t>(v));
-      break;
-    case blinkUint64:
-      put(static_cast<std::uint64_t>(v));
-      break;
-    case blinkFloat16:
-      put(floatToHalf(static_cast<float>(v)));
-      break;
-    case blinkBfloat16:
-      put(floatToBfloat16(static_cast<float>(v)));
-      break;
-    case blinkFloat32:
-      put(static_cast<float>(v));
-      break;
-    case blinkFloat64:
-      put(v);
-      break;
-    default:
-      break;
-  }
+  blink::runtime::storeExact(buf.data() + i * blinkDataTypeSize(t), t, v);
 }
 
 inline std::vector<std::byte> inputs(int rank, std::size_t count, blinkDataType_t t,
@@ -126,16 +80,7 @@ inline std::vector<std::byte> oracle(int ranks, std::size_t count, blinkDataType
       acc = blink::runtime::exactCombine(acc, inputValue(r, first + i, op, t), op);
     }
     if (op == blinkAvg) acc = blink::runtime::exactAverage(acc, ranks, t);
-    // Integers wrap as C unsigned arithmetic does.
-    if (!isFloat(t)) {
-      const auto bits = 8 * blinkDataTypeSize(t);
-      auto w = static_cast<std::uint64_t>(static_cast<std::int64_t>(acc));
-      if (bits < 64) w &= (std::uint64_t{1} << bits) - 1;
-      std::byte* p = buf.data() + i * blinkDataTypeSize(t);
-      std::memcpy(p, &w, blinkDataTypeSize(t));  // little-endian
-      continue;
-    }
-    store(buf, i, t, acc);
+    store(buf, i, t, acc);  // integers wrap as C unsigned arithmetic does
   }
   return buf;
 }
