@@ -1,6 +1,5 @@
-// CPU reduction kernels: element sizes and names of the public datatypes and ops, and
-// the loops that combine two host buffers element by element (the CUDA kernels live in
-// src/transport/cuda/). Semantics follow Open MPI 4.1's predefined ops
+// CPU reduction kernels: the loops that combine two host buffers element by element (the CUDA
+// kernels live in src/transport/cuda/). Semantics follow Open MPI 4.1's predefined ops
 // (ompi/mca/op/base/op_base_functions.c, out = op(out, in)) on the same inputs:
 //   sum, prod   integers wrap modulo 2^bits; floating types use IEEE + and *
 //   min         inout = (inout < in ? inout : in)   (a NaN or an equal +-0 gives in)
@@ -27,24 +26,9 @@
 #include <string>
 
 #include "blink/blink.h"
+#include "runtime/datatype.hpp"  // the kernels' callers check and name types with it
 
 namespace blink::runtime {
-
-// Size in bytes of one element; throws blinkInvalidArgument for an unknown type.
-std::size_t elementSize(blinkDataType_t type);
-// fp16, bf16, fp32, fp64 (false for an unknown type).
-bool isFloating(blinkDataType_t type);
-// "int8", "uint8", ..., "float16", "bfloat16", "float32", "float64"; "unknown(N)" otherwise.
-std::string toString(blinkDataType_t type);
-// "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor", "lxor";
-// "unknown(N)" otherwise.
-std::string toString(blinkRedOp_t op);
-// band .. lxor: the ops defined on integer types only.
-bool isBitwiseOrLogical(blinkRedOp_t op);
-
-// Throws blinkInvalidArgument for an unknown type or op, avg on an integer type, or a
-// bitwise or logical op on a floating type.
-void checkReduction(blinkDataType_t type, blinkRedOp_t op);
 
 // inout[i] = op(inout[i], in[i]) for i < count (see the table above; avg combines like
 // sum). The ranges must not overlap. Pointers need only the element's own alignment.

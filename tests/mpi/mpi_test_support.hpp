@@ -10,64 +10,12 @@
 
 #include "blink/blink.h"
 #include "runtime/memory_type.hpp"
+#include "runtime/mpi_reference.hpp"
 
 namespace blink::test {
 
-// MPI's twin of a Blink type; MPI_DATATYPE_NULL for fp16/bf16.
-inline MPI_Datatype mpiType(blinkDataType_t t) {
-  switch (t) {
-    case blinkInt8:
-      return MPI_INT8_T;
-    case blinkUint8:
-      return MPI_UINT8_T;
-    case blinkInt16:
-      return MPI_INT16_T;
-    case blinkUint16:
-      return MPI_UINT16_T;
-    case blinkInt32:
-      return MPI_INT32_T;
-    case blinkUint32:
-      return MPI_UINT32_T;
-    case blinkInt64:
-      return MPI_INT64_T;
-    case blinkUint64:
-      return MPI_UINT64_T;
-    case blinkFloat32:
-      return MPI_FLOAT;
-    case blinkFloat64:
-      return MPI_DOUBLE;
-    default:
-      return MPI_DATATYPE_NULL;
-  }
-}
-
-// MPI's twin of a Blink op; MPI_OP_NULL for avg.
-inline MPI_Op mpiOp(blinkRedOp_t op) {
-  switch (op) {
-    case blinkSum:
-      return MPI_SUM;
-    case blinkProd:
-      return MPI_PROD;
-    case blinkMin:
-      return MPI_MIN;
-    case blinkMax:
-      return MPI_MAX;
-    case blinkBand:
-      return MPI_BAND;
-    case blinkBor:
-      return MPI_BOR;
-    case blinkBxor:
-      return MPI_BXOR;
-    case blinkLand:
-      return MPI_LAND;
-    case blinkLor:
-      return MPI_LOR;
-    case blinkLxor:
-      return MPI_LXOR;
-    default:
-      return MPI_OP_NULL;
-  }
-}
+using runtime::mpiOp;
+using runtime::mpiType;
 
 inline int worldRank() {
   int r = 0;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/datatype_size.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/mpi_wait.hpp"
@@ -13,43 +14,28 @@ namespace blink::transport {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x424c494e4b435544ULL;  // "BLINKCUD"
-constexpr std::size_t kNameBytes = ShmSegment::kMaxNameBytes;
-
-struct ControlHeader {
-  std::uint64_t magic;
-  std::uint32_t fifo_count;
-  std::uint32_t slots;
-  std::uint64_t slot_bytes;
-  device::IpcHandle slots_handle;  // the receiver's device allocation
-};
-
-struct ControlEntry {
-  std::int32_t sender;  // comm rank
-  std::int32_t channel;
-  std::uint64_t host_slots;  // staged FIFOs: the offset of their slots in this segment, else 0
-};
-
 constexpr std::size_t kPeerIdBytes = 64;
 constexpr std::size_t kPageBytes = 4096;
 
-// The producer's and the consumer's counters on cache lines of their own.
-struct alignas(64) FifoCounters {
-  std::uint64_t written;
-  char pad0[56];
-  std::uint64_t consumed;
-  char pad1[56];
-};
-
+// A receiver's control segment: the FifoSegmentHeader and its entries (an entry's
+// offset: a staged FIFO's host slots, else 0), the IPC handle of the receiver's
+// device allocation of slots, then the FIFOs' counters and the host slots.
+std::size_t slotsHandleAt(std::size_t fifos) {
+  return sizeof(FifoSegmentHeader) + fifos * sizeof(FifoSegmentEntry);
+}
+device::IpcHandle* slotsHandleOf(std::byte* control, std::size_t fifos) {
+  return reinterpret_cast<device::IpcHandle*>(control + slotsHandleAt(fifos));
+}
 std::size_t countersEnd(std::size_t fifos) {
-  return sizeof(ControlHeader) + fifos * sizeof(ControlEntry) + 64 + fifos * sizeof(FifoCounters);
+  return slotsHandleAt(fifos) + sizeof(device::IpcHandle) + 64 + fifos * sizeof(FifoCounters);
 }
 // The host slots of staged FIFOs start on a page of their own (they get pinned).
 std::size_t hostSlotsStart(std::size_t fifos) {
   return (countersEnd(fifos) + kPageBytes - 1) / kPageBytes * kPageBytes;
 }
 FifoCounters* countersOf(std::byte* control, std::size_t fifos) {
-  const auto at = reinterpret_cast<std::uintptr_t>(control + sizeof(ControlHeader) +
-                                                   fifos * sizeof(ControlEntry));
+  const auto at =
+      reinterpret_cast<std::uintptr_t>(control + slotsHandleAt(fifos) + sizeof(device::IpcHandle));
   return reinterpret_cast<FifoCounters*>((at + 63) / 64 * 64);
 }
 
@@ -187,32 +173,13 @@ class DeviceRecvStreamImpl final : public DeviceRecvStream {
   }
   bool pullReduce(std::size_t bytes, std::size_t& received, std::byte* dest, const std::byte* first,
                   Reduction reduction) override {
-    const std::size_t element = elementBytes(reduction.type);
+    const std::size_t element = datatypeSize(reduction.type);
     return advance(bytes, received, [&](std::size_t at, const std::byte* piece, std::size_t n) {
       fifo_.device_.reduce(dest + at, first + at, piece, n / element, reduction, fifo_.stream_);
     });
   }
 
  private:
-  static std::size_t elementBytes(blinkDataType_t type) {
-    switch (type) {
-      case blinkInt8:
-      case blinkUint8:
-        return 1;
-      case blinkInt16:
-      case blinkUint16:
-      case blinkFloat16:
-      case blinkBfloat16:
-        return 2;
-      case blinkInt32:
-      case blinkUint32:
-      case blinkFloat32:
-        return 4;
-      default:
-        return 8;
-    }
-  }
-
   template <typename Queue>
   bool advance(std::size_t bytes, std::size_t& received, Queue&& queue) {
     if (received >= bytes) return true;
@@ -255,10 +222,9 @@ class DeviceRecvStreamImpl final : public DeviceRecvStream {
 DeviceTransport::DeviceTransport(device::Device& device, MPI_Comm node_comm,
                                  std::vector<int> node_rank_of, int my_comm_rank,
                                  DeviceTransportOptions options)
-    : device_(device),
-      node_comm_(node_comm),
-      node_rank_of_(std::move(node_rank_of)),
-      my_comm_rank_(my_comm_rank),
+    : FifoSegmentTransport(node_comm, std::move(node_rank_of), my_comm_rank,
+                           options.timeout_seconds, "device transport", kMagic),
+      device_(device),
       options_(options) {
   if (options_.slot_bytes == 0 || options_.slot_bytes % 64 != 0 || options_.slots == 0) {
     throw Error(blinkInternalError, "device transport: slots must be a positive multiple of 64");
@@ -275,156 +241,92 @@ DeviceTransport::~DeviceTransport() {
   for (void* p : own_slots_) device_.release(p);
 }
 
-void DeviceTransport::ensureStreams(const std::vector<StreamKey>& sends,
-                                    const std::vector<StreamKey>& recvs) {
-  std::vector<StreamKey> new_recvs, new_sends;
-  for (const StreamKey& k : recvs) {
-    if (!recvs_.count(k) && std::find(new_recvs.begin(), new_recvs.end(), k) == new_recvs.end())
-      new_recvs.push_back(k);
-  }
-  for (const StreamKey& k : sends) {
-    if (!sends_.count(k) && std::find(new_sends.begin(), new_sends.end(), k) == new_sends.end())
-      new_sends.push_back(k);
-  }
-  int node_size = 0;
-  checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "device transport", "MPI_Comm_size");
+void DeviceTransport::prepareSetUp(int node_size) {
   if (peer_reach_.empty()) learnPeerReach(node_size);
+}
 
-  // 1. Each receiver with new streams allocates their slots on its device and
-  //    publishes the IPC handle in a control segment of host shared memory.
-  char my_name[kNameBytes] = {};
-  std::string failure;
-  ShmSegment control;
-  if (!new_recvs.empty()) {
-    try {
-      const std::size_t fifos = new_recvs.size();
-      const std::size_t fifo_bytes = options_.slots * options_.slot_bytes;
-      std::size_t staged = 0;
-      for (const StreamKey& k : new_recvs) staged += direct(k.peer) ? 0 : 1;
-      const std::size_t host_start = hostSlotsStart(fifos);
-      control =
-          ShmSegment::create(staged == 0 ? countersEnd(fifos) : host_start + staged * fifo_bytes);
-      std::byte* bytes = control.data();
-      if (staged > 0) {
-        device_.registerHost(bytes + host_start, staged * fifo_bytes);
-        registered_.push_back(bytes + host_start);
-      }
-      void* slots = device_.allocate(fifos * options_.slots * options_.slot_bytes);
-      own_slots_.push_back(slots);
-      auto* header = reinterpret_cast<ControlHeader*>(bytes);
-      header->fifo_count = static_cast<std::uint32_t>(fifos);
-      header->slots = static_cast<std::uint32_t>(options_.slots);
-      header->slot_bytes = options_.slot_bytes;
-      header->slots_handle = device_.exportMemory(slots);
-      auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
-      FifoCounters* counters = countersOf(bytes, fifos);
-      std::size_t host_at = host_start;
-      for (std::size_t i = 0; i < fifos; ++i) {
-        const bool stage = !direct(new_recvs[i].peer);
-        entries[i] = {new_recvs[i].peer, new_recvs[i].channel, stage ? host_at : 0};
-        recvs_[new_recvs[i]] = std::make_unique<DeviceRecvStreamImpl>(
-            DeviceFifo(device_, &counters[i], static_cast<std::byte*>(slots) + i * fifo_bytes,
-                       stage ? bytes + host_at : nullptr, options_.slots, options_.slot_bytes),
-            new_recvs[i].peer);
-        if (stage) host_at += fifo_bytes;
-      }
-      std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
-      std::memcpy(my_name, control.name().c_str(), control.name().size() + 1);
-    } catch (const Error& e) {
-      failure = e.what();
-      my_name[0] = '!';
+// Allocates the slots of the new FIFOs on this device and publishes the allocation's
+// IPC handle in the control segment.
+void DeviceTransport::createReceiveFifos(const std::vector<StreamKey>& new_recvs,
+                                         ShmSegment& control) {
+  const std::size_t fifos = new_recvs.size();
+  const std::size_t fifo_bytes = options_.slots * options_.slot_bytes;
+  std::size_t staged = 0;
+  for (const StreamKey& k : new_recvs) staged += direct(k.peer) ? 0 : 1;
+  const std::size_t host_start = hostSlotsStart(fifos);
+  control = ShmSegment::create(staged == 0 ? countersEnd(fifos) : host_start + staged * fifo_bytes);
+  std::byte* bytes = control.data();
+  if (staged > 0) {
+    device_.registerHost(bytes + host_start, staged * fifo_bytes);
+    registered_.push_back(bytes + host_start);
+  }
+  void* slots = device_.allocate(fifos * options_.slots * options_.slot_bytes);
+  own_slots_.push_back(slots);
+  auto* header = reinterpret_cast<FifoSegmentHeader*>(bytes);
+  header->fifo_count = static_cast<std::uint32_t>(fifos);
+  header->slots = static_cast<std::uint32_t>(options_.slots);
+  header->slot_bytes = options_.slot_bytes;
+  *slotsHandleOf(bytes, fifos) = device_.exportMemory(slots);
+  auto* entries = reinterpret_cast<FifoSegmentEntry*>(header + 1);
+  FifoCounters* counters = countersOf(bytes, fifos);
+  std::size_t host_at = host_start;
+  for (std::size_t i = 0; i < fifos; ++i) {
+    const bool stage = !direct(new_recvs[i].peer);
+    entries[i] = {new_recvs[i].peer, new_recvs[i].channel, stage ? host_at : 0};
+    recvs_[new_recvs[i]] = std::make_unique<DeviceRecvStreamImpl>(
+        DeviceFifo(device_, &counters[i], static_cast<std::byte*>(slots) + i * fifo_bytes,
+                   stage ? bytes + host_at : nullptr, options_.slots, options_.slot_bytes),
+        new_recvs[i].peer);
+    if (stage) host_at += fifo_bytes;
+  }
+}
+
+// Opens the peer's device allocation, or where its GPU is out of reach, pins its host
+// slots instead (copies go there).
+std::byte* DeviceTransport::adoptPeerSegment(int peer, ShmSegment control) {
+  PeerMapping& mapping = peers_.emplace_back();
+  mapping.control = std::move(control);
+  std::byte* base = mapping.control.data();
+  const auto* header = reinterpret_cast<const FifoSegmentHeader*>(base);
+  mapping.staged = !direct(peer);
+  if (mapping.staged) {
+    const std::size_t host_start = hostSlotsStart(header->fifo_count);
+    if (mapping.control.size() <= host_start) {
+      throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
+                                          " made no staged slots (it reaches this GPU?)");
     }
+    device_.registerHost(base + host_start, mapping.control.size() - host_start);
+    registered_.push_back(base + host_start);
+  } else {
+    mapping.slots = device_.openMemory(*slotsHandleOf(base, header->fifo_count));
   }
+  return base;
+}
 
-  // 2. Every rank learns every control segment's name; senders open the segments and
-  //    the device allocations of the peers they send to.
-  std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
-  allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm_,
-                  options_.timeout_seconds, "device transport: exchanging segment names");
-  bool peer_failed = false;
-  for (int r = 0; r < node_size; ++r)
-    peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
-  if (failure.empty() && !peer_failed) {
-    try {
-      std::vector<int> peers;
-      for (const StreamKey& k : new_sends) {
-        if (std::find(peers.begin(), peers.end(), k.peer) == peers.end()) peers.push_back(k.peer);
-      }
-      for (int peer : peers) {
-        const int node_rank = node_rank_of_.at(static_cast<std::size_t>(peer));
-        const char* name = &names[static_cast<std::size_t>(node_rank) * kNameBytes];
-        if (node_rank < 0 || name[0] == '\0') {
-          throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
-                                              " made no new streams (plans differ?)");
-        }
-        PeerMapping& mapping = peers_.emplace_back();
-        mapping.control = ShmSegment::open(name);
-        std::byte* base = mapping.control.data();
-        auto* header = reinterpret_cast<ControlHeader*>(base);
-        if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
-          throw Error(blinkInternalError, "device transport: a peer's segment is not initialised");
-        }
-        const std::size_t fifo_bytes = header->slots * header->slot_bytes;
-        // A GPU out of reach: no mapping of its memory, copies go to its host slots.
-        const bool stage = !direct(peer);
-        if (stage) {
-          const std::size_t host_start = hostSlotsStart(header->fifo_count);
-          if (mapping.control.size() <= host_start) {
-            throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
-                                                " made no staged slots (it reaches this GPU?)");
-          }
-          device_.registerHost(base + host_start, mapping.control.size() - host_start);
-          registered_.push_back(base + host_start);
-        } else {
-          mapping.slots = device_.openMemory(header->slots_handle);
-        }
-        auto* entries = reinterpret_cast<ControlEntry*>(header + 1);
-        FifoCounters* counters = countersOf(base, header->fifo_count);
-        for (const StreamKey& s : new_sends) {
-          if (s.peer != peer || sends_.count(s)) continue;
-          for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
-            if (entries[i].sender != my_comm_rank_ || entries[i].channel != s.channel) continue;
-            if (stage != (entries[i].host_slots != 0)) {
-              throw Error(blinkInternalError, "device transport: rank " + std::to_string(peer) +
-                                                  " and this rank disagree on staging");
-            }
-            std::byte* device_slots =
-                stage ? nullptr : static_cast<std::byte*>(mapping.slots) + i * fifo_bytes;
-            std::byte* host_slots = stage ? base + entries[i].host_slots : nullptr;
-            sends_[s] = std::make_unique<DeviceSendStream>(
-                DeviceFifo(device_, &counters[i], device_slots, host_slots, header->slots,
-                           header->slot_bytes),
-                pacer_, s);
-          }
-          if (!sends_.count(s)) {
-            throw Error(blinkInternalError, "device transport: rank " + std::to_string(s.peer) +
-                                                " has no stream from this rank on channel " +
-                                                std::to_string(s.channel) + " (plans differ?)");
-          }
-        }
-      }
-    } catch (const Error& e) {
-      failure = e.what();
-    }
+std::unique_ptr<SendStream> DeviceTransport::makeSendStream(StreamKey key, std::byte* base,
+                                                            std::uint32_t index) {
+  const PeerMapping& mapping = peers_.back();  // the segment at base
+  const auto* header = reinterpret_cast<const FifoSegmentHeader*>(base);
+  const auto* entries = reinterpret_cast<const FifoSegmentEntry*>(header + 1);
+  const bool stage = mapping.staged;
+  if (stage != (entries[index].offset != 0)) {
+    throw Error(blinkInternalError, "device transport: rank " + std::to_string(key.peer) +
+                                        " and this rank disagree on staging");
   }
+  const std::size_t fifo_bytes = header->slots * header->slot_bytes;
+  std::byte* device_slots =
+      stage ? nullptr : static_cast<std::byte*>(mapping.slots) + index * fifo_bytes;
+  std::byte* host_slots = stage ? base + entries[index].offset : nullptr;
+  return std::make_unique<DeviceSendStream>(
+      DeviceFifo(device_, &countersOf(base, header->fifo_count)[index], device_slots, host_slots,
+                 header->slots, header->slot_bytes),
+      pacer_, key);
+}
 
-  // 3. Once every sender has opened what it needs, the names can go.
-  int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
-                  "device transport: confirming the mappings");
-  control.unlink();
-  if (control.data() != nullptr) own_controls_.push_back(std::move(control));
-  if (!failure.empty()) throw Error(blinkSystemError, failure);
-  if (peer_failed || all_ok == 0) {
-    throw Error(blinkSystemError,
-                "device transport: another rank of this node could not set up its streams "
-                "(see its error)");
-  }
-  if (!new_recvs.empty()) {
-    BLINK_LOG(Trace, "device transport: " << new_recvs.size() << " new receive FIFOs of "
-                                          << options_.slots << " x " << options_.slot_bytes
-                                          << " bytes on " << device_.describe());
-  }
+void DeviceTransport::logNewReceiveFifos(std::size_t count) const {
+  BLINK_LOG(Trace, "device transport: " << count << " new receive FIFOs of " << options_.slots
+                                        << " x " << options_.slot_bytes << " bytes on "
+                                        << device_.describe());
 }
 
 void DeviceTransport::learnPeerReach(int node_size) {
@@ -472,26 +374,6 @@ bool DeviceTransport::direct(int comm_peer) const {
 
 void DeviceTransport::paceByShares(const std::vector<double>& shares) {
   pacer_.setShares(shares);
-}
-
-SendStream& DeviceTransport::sendStream(StreamKey key) {
-  auto it = sends_.find(key);
-  if (it == sends_.end()) {
-    throw Error(blinkInternalError, "device transport: no send stream to rank " +
-                                        std::to_string(key.peer) + " channel " +
-                                        std::to_string(key.channel));
-  }
-  return *it->second;
-}
-
-RecvStream& DeviceTransport::recvStream(StreamKey key) {
-  auto it = recvs_.find(key);
-  if (it == recvs_.end()) {
-    throw Error(blinkInternalError, "device transport: no receive stream from rank " +
-                                        std::to_string(key.peer) + " channel " +
-                                        std::to_string(key.channel));
-  }
-  return *it->second;
 }
 
 }  // namespace blink::transport

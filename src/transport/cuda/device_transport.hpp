@@ -34,7 +34,6 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +41,7 @@
 #include "common/combine.hpp"
 #include "transport/cuda/channel_pacer.hpp"
 #include "transport/cuda/device.hpp"
+#include "transport/shm/fifo_segment_transport.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/transport.hpp"
 
@@ -75,7 +75,7 @@ struct DeviceTransportOptions {
   bool peer_to_peer = true;
 };
 
-class DeviceTransport final : public Transport {
+class DeviceTransport final : public FifoSegmentTransport {
  public:
   // `node_comm`: the ranks of this node (not owned); `node_rank_of`: for every rank
   // of the Blink communicator its rank in node_comm, or -1 when on another node.
@@ -86,10 +86,6 @@ class DeviceTransport final : public Transport {
   DeviceTransport& operator=(const DeviceTransport&) = delete;
 
   std::string name() const override { return "cuda"; }
-  void ensureStreams(const std::vector<StreamKey>& sends,
-                     const std::vector<StreamKey>& recvs) override;
-  SendStream& sendStream(StreamKey key) override;
-  RecvStream& recvStream(StreamKey key) override;
   void paceByShares(const std::vector<double>& shares) override;
 
  private:
@@ -99,17 +95,21 @@ class DeviceTransport final : public Transport {
   bool reachable(int node_rank_a, int node_rank_b) const;
   bool direct(int comm_peer) const;  // this rank's GPU and the peer's
 
+  void prepareSetUp(int node_size) override;
+  void createReceiveFifos(const std::vector<StreamKey>& new_recvs, ShmSegment& control) override;
+  std::byte* adoptPeerSegment(int peer, ShmSegment control) override;
+  std::unique_ptr<SendStream> makeSendStream(StreamKey key, std::byte* base,
+                                             std::uint32_t index) override;
+  void logNewReceiveFifos(std::size_t count) const override;
+
   struct PeerMapping {
     ShmSegment control;
-    void* slots = nullptr;  // the peer's allocation, opened here
+    bool staged = false;    // its GPU is out of reach: copies go to its host slots
+    void* slots = nullptr;  // else the peer's allocation, opened here
   };
 
   device::Device& device_;
-  MPI_Comm node_comm_;
-  std::vector<int> node_rank_of_;
-  int my_comm_rank_;
   DeviceTransportOptions options_;
-  std::vector<ShmSegment> own_controls_;
   std::vector<void*> own_slots_;  // device allocations, one per generation
   std::vector<PeerMapping> peers_;
   std::vector<char> peer_reach_;  // node_size x node_size: row r, what r's GPU reaches
@@ -117,8 +117,6 @@ class DeviceTransport final : public Transport {
   int node_size_ = 0;
   std::vector<void*> registered_;  // host slots pinned for this device
   ChannelPacer pacer_;
-  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
-  std::map<StreamKey, std::unique_ptr<DeviceRecvStream>> recvs_;
 };
 
 }  // namespace blink::transport

@@ -18,31 +18,7 @@ namespace blink::transport {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x424c494e4b53484dULL;  // "BLINKSHM"
-constexpr std::size_t kNameBytes = 64;
 constexpr std::size_t kPage = 4096;
-
-struct SegmentHeader {
-  std::uint64_t magic;
-  std::uint32_t fifo_count;
-  std::uint32_t slots;
-  std::uint64_t slot_bytes;
-};
-
-struct SegmentEntry {
-  std::int32_t sender;  // comm rank
-  std::int32_t channel;
-  std::uint64_t offset;  // of the FIFO's control block from the segment start
-};
-
-// The two counters sit on their own cache lines so that the producer's writes do
-// not evict the consumer's line and vice versa.
-struct alignas(64) FifoControl {
-  std::uint64_t written;
-  char pad0[56];
-  std::uint64_t consumed;
-  char pad1[56];
-};
-static_assert(sizeof(FifoControl) == 128);
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
@@ -51,8 +27,8 @@ std::size_t roundUp(std::size_t n, std::size_t to) {
 class Fifo {
  public:
   Fifo(std::byte* control, std::size_t slots, std::size_t slot_bytes)
-      : control_(reinterpret_cast<FifoControl*>(control)),
-        slots_(control + sizeof(FifoControl)),
+      : control_(reinterpret_cast<FifoCounters*>(control)),
+        slots_(control + sizeof(FifoCounters)),
         count_(slots),
         slot_bytes_(slot_bytes) {}
 
@@ -65,7 +41,7 @@ class Fifo {
   std::size_t slotBytes() const { return slot_bytes_; }
 
  private:
-  FifoControl* control_;
+  FifoCounters* control_;
   std::byte* slots_;
   std::size_t count_;
   std::size_t slot_bytes_;
@@ -207,9 +183,8 @@ class ShmRecvStream final : public RecvStream {
 
 ShmTransport::ShmTransport(MPI_Comm node_comm, std::vector<int> node_rank_of, int my_comm_rank,
                            ShmOptions options)
-    : node_comm_(node_comm),
-      node_rank_of_(std::move(node_rank_of)),
-      my_comm_rank_(my_comm_rank),
+    : FifoSegmentTransport(node_comm, std::move(node_rank_of), my_comm_rank,
+                           options.timeout_seconds, "shared memory", kMagic),
       options_(options),
       probe_word_(kMagic),
       single_copy_(std::make_unique<SingleCopyState>()) {
@@ -273,145 +248,59 @@ void ShmTransport::probeSingleCopy() {
   }
 }
 
-ShmTransport::~ShmTransport() = default;
+ShmTransport::~ShmTransport() {
+  // The streams go first: they refer to single_copy_.
+  sends_.clear();
+  recvs_.clear();
+}
 
-void ShmTransport::ensureStreams(const std::vector<StreamKey>& sends,
-                                 const std::vector<StreamKey>& recvs) {
-  std::vector<StreamKey> new_recvs, new_sends;
-  for (const StreamKey& k : recvs) {
-    if (!recvs_.count(k) && std::find(new_recvs.begin(), new_recvs.end(), k) == new_recvs.end())
-      new_recvs.push_back(k);
-  }
-  for (const StreamKey& k : sends) {
-    if (!sends_.count(k) && std::find(new_sends.begin(), new_sends.end(), k) == new_sends.end())
-      new_sends.push_back(k);
-  }
+void ShmTransport::prepareSetUp(int) {
   if (!probed_) {
     probeSingleCopy();
     probed_ = true;
   }
-  int node_size = 0;
-  checkSetUpCall(PMPI_Comm_size(node_comm_, &node_size), "shared-memory", "MPI_Comm_size");
-
-  // 1. Each receiver with new streams creates one segment for them.
-  char my_name[kNameBytes] = {};
-  std::string failure;
-  ShmSegment created;
-  if (!new_recvs.empty()) {
-    try {
-      const std::size_t fifo_bytes =
-          roundUp(sizeof(FifoControl) + options_.slots * options_.slot_bytes, kPage);
-      const std::size_t header_bytes =
-          roundUp(sizeof(SegmentHeader) + new_recvs.size() * sizeof(SegmentEntry), kPage);
-      const std::size_t size = header_bytes + new_recvs.size() * fifo_bytes;
-      created = ShmSegment::create(size);
-      std::byte* bytes = created.data();
-      auto* header = reinterpret_cast<SegmentHeader*>(bytes);
-      header->fifo_count = static_cast<std::uint32_t>(new_recvs.size());
-      header->slots = static_cast<std::uint32_t>(options_.slots);
-      header->slot_bytes = options_.slot_bytes;
-      auto* entries = reinterpret_cast<SegmentEntry*>(header + 1);
-      for (std::size_t i = 0; i < new_recvs.size(); ++i) {
-        const std::size_t offset = header_bytes + i * fifo_bytes;
-        entries[i] = {new_recvs[i].peer, new_recvs[i].channel, offset};
-        recvs_[new_recvs[i]] = std::make_unique<ShmRecvStream>(
-            Fifo(bytes + offset, options_.slots, options_.slot_bytes), *single_copy_,
-            new_recvs[i].peer);
-      }
-      std::atomic_ref(header->magic).store(kMagic, std::memory_order_release);
-      bytes_owned_ += size;
-      std::memcpy(my_name, created.name().c_str(), created.name().size() + 1);
-    } catch (const Error& e) {
-      failure = e.what();
-      my_name[0] = '!';
-    }
-  }
-
-  // 2. Everyone learns every segment name; senders map the segments they write to.
-  std::vector<char> names(static_cast<std::size_t>(node_size) * kNameBytes);
-  allgatherWithin(my_name, static_cast<int>(kNameBytes), MPI_CHAR, names.data(), node_comm_,
-                  options_.timeout_seconds, "shared memory: exchanging segment names");
-  bool peer_failed = false;
-  for (int r = 0; r < node_size; ++r)
-    peer_failed |= names[static_cast<std::size_t>(r) * kNameBytes] == '!';
-  if (failure.empty() && !peer_failed) {
-    try {
-      std::vector<int> peers;
-      for (const StreamKey& k : new_sends) {
-        if (std::find(peers.begin(), peers.end(), k.peer) == peers.end()) peers.push_back(k.peer);
-      }
-      for (int peer : peers) {
-        const StreamKey k{peer, 0};
-        const int node_rank = node_rank_of_.at(static_cast<std::size_t>(k.peer));
-        const char* name = &names[static_cast<std::size_t>(node_rank) * kNameBytes];
-        if (name[0] == '\0') {
-          throw Error(blinkInternalError, "shared memory: rank " + std::to_string(k.peer) +
-                                              " made no new streams (plans differ?)");
-        }
-        ShmSegment& mapped = peer_segments_.emplace_back(ShmSegment::open(name));
-        std::byte* base = mapped.data();
-        auto* header = reinterpret_cast<SegmentHeader*>(base);
-        if (std::atomic_ref(header->magic).load(std::memory_order_acquire) != kMagic) {
-          throw Error(blinkInternalError, "shared memory: a peer's segment is not initialised");
-        }
-        auto* entries = reinterpret_cast<SegmentEntry*>(header + 1);
-        // Every new send to this peer whose FIFO lives in this segment.
-        for (const StreamKey& s : new_sends) {
-          if (s.peer != peer || sends_.count(s)) continue;
-          for (std::uint32_t i = 0; i < header->fifo_count; ++i) {
-            if (entries[i].sender == my_comm_rank_ && entries[i].channel == s.channel) {
-              sends_[s] = std::make_unique<ShmSendStream>(
-                  Fifo(base + entries[i].offset, header->slots, header->slot_bytes), *single_copy_);
-            }
-          }
-          if (!sends_.count(s)) {
-            throw Error(blinkInternalError, "shared memory: rank " + std::to_string(s.peer) +
-                                                " has no stream from this rank on channel " +
-                                                std::to_string(s.channel) + " (plans differ?)");
-          }
-        }
-      }
-    } catch (const Error& e) {
-      failure = e.what();
-    }
-  }
-
-  // 3. Once every sender has mapped, the names are no longer needed.
-  int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
-                  "shared memory: confirming the mappings");
-  created.unlink();
-  if (created.data() != nullptr) own_segments_.push_back(std::move(created));
-  if (!failure.empty()) throw Error(blinkSystemError, failure);  // each names "shared memory"
-  if (peer_failed || all_ok == 0) {
-    throw Error(blinkSystemError,
-                "shared memory: another rank of this node could not set up "
-                "its segment (see its error)");
-  }
-  if (!new_recvs.empty()) {
-    BLINK_LOG(Trace, "shm: " << new_recvs.size() << " new receive FIFOs, "
-                             << own_segments_.back().size() << " bytes");
-  }
 }
 
-SendStream& ShmTransport::sendStream(StreamKey key) {
-  auto it = sends_.find(key);
-  if (it == sends_.end()) {
-    throw Error(blinkInternalError, "shared memory: no send stream to rank " +
-                                        std::to_string(key.peer) + " channel " +
-                                        std::to_string(key.channel));
+void ShmTransport::createReceiveFifos(const std::vector<StreamKey>& new_recvs,
+                                      ShmSegment& segment) {
+  const std::size_t fifo_bytes =
+      roundUp(sizeof(FifoCounters) + options_.slots * options_.slot_bytes, kPage);
+  const std::size_t header_bytes =
+      roundUp(sizeof(FifoSegmentHeader) + new_recvs.size() * sizeof(FifoSegmentEntry), kPage);
+  const std::size_t size = header_bytes + new_recvs.size() * fifo_bytes;
+  segment = ShmSegment::create(size);
+  std::byte* bytes = segment.data();
+  auto* header = reinterpret_cast<FifoSegmentHeader*>(bytes);
+  header->fifo_count = static_cast<std::uint32_t>(new_recvs.size());
+  header->slots = static_cast<std::uint32_t>(options_.slots);
+  header->slot_bytes = options_.slot_bytes;
+  auto* entries = reinterpret_cast<FifoSegmentEntry*>(header + 1);
+  for (std::size_t i = 0; i < new_recvs.size(); ++i) {
+    // The entry's offset: the FIFO's counters, followed by its slots.
+    const std::size_t offset = header_bytes + i * fifo_bytes;
+    entries[i] = {new_recvs[i].peer, new_recvs[i].channel, offset};
+    recvs_[new_recvs[i]] =
+        std::make_unique<ShmRecvStream>(Fifo(bytes + offset, options_.slots, options_.slot_bytes),
+                                        *single_copy_, new_recvs[i].peer);
   }
-  return *it->second;
+  bytes_owned_ += size;
 }
 
-RecvStream& ShmTransport::recvStream(StreamKey key) {
-  auto it = recvs_.find(key);
-  if (it == recvs_.end()) {
-    throw Error(blinkInternalError, "shared memory: no receive stream from rank " +
-                                        std::to_string(key.peer) + " channel " +
-                                        std::to_string(key.channel));
-  }
-  return *it->second;
+std::byte* ShmTransport::adoptPeerSegment(int, ShmSegment segment) {
+  return peer_segments_.emplace_back(std::move(segment)).data();
+}
+
+std::unique_ptr<SendStream> ShmTransport::makeSendStream(StreamKey, std::byte* base,
+                                                         std::uint32_t index) {
+  const auto* header = reinterpret_cast<const FifoSegmentHeader*>(base);
+  const auto* entries = reinterpret_cast<const FifoSegmentEntry*>(header + 1);
+  return std::make_unique<ShmSendStream>(
+      Fifo(base + entries[index].offset, header->slots, header->slot_bytes), *single_copy_);
+}
+
+void ShmTransport::logNewReceiveFifos(std::size_t count) const {
+  BLINK_LOG(Trace,
+            "shm: " << count << " new receive FIFOs, " << own_segments_.back().size() << " bytes");
 }
 
 }  // namespace blink::transport

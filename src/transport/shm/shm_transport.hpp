@@ -28,11 +28,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "transport/shm/fifo_segment_transport.hpp"
 #include "transport/shm/shm_segment.hpp"
 #include "transport/transport.hpp"
 
@@ -59,7 +59,7 @@ struct SingleCopyState {
   bool takes(std::size_t bytes) const { return enabled && bytes >= min_bytes; }
 };
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public FifoSegmentTransport {
  public:
   // `node_comm`: the ranks of this node (not owned); `node_rank_of`: for every rank
   // of the Blink communicator its rank in node_comm, or -1 when on another node.
@@ -70,10 +70,6 @@ class ShmTransport final : public Transport {
   ShmTransport& operator=(const ShmTransport&) = delete;
 
   std::string name() const override { return "shm"; }
-  void ensureStreams(const std::vector<StreamKey>& sends,
-                     const std::vector<StreamKey>& recvs) override;
-  SendStream& sendStream(StreamKey key) override;
-  RecvStream& recvStream(StreamKey key) override;
 
   // Bytes of shared memory this rank has created (for diagnostics).
   std::size_t bytesOwned() const { return bytes_owned_; }
@@ -83,18 +79,21 @@ class ShmTransport final : public Transport {
  private:
   void probeSingleCopy();  // collective over node_comm_, at the first ensureStreams
 
-  MPI_Comm node_comm_;
-  std::vector<int> node_rank_of_;
-  int my_comm_rank_;
+  // The segment of a receiver: its header and entries, then per FIFO (at the
+  // entry's offset) its counters followed by its slots.
+  void prepareSetUp(int node_size) override;
+  void createReceiveFifos(const std::vector<StreamKey>& new_recvs, ShmSegment& segment) override;
+  std::byte* adoptPeerSegment(int peer, ShmSegment segment) override;
+  std::unique_ptr<SendStream> makeSendStream(StreamKey key, std::byte* base,
+                                             std::uint32_t index) override;
+  void logNewReceiveFifos(std::size_t count) const override;
+
   ShmOptions options_;
-  std::vector<ShmSegment> own_segments_;   // the receive FIFOs of this rank
   std::vector<ShmSegment> peer_segments_;  // the peers' segments this rank sends into
   bool probed_ = false;
   // What every peer reads back from this process to prove cross-memory attach works.
   std::uint64_t probe_word_;
-  std::unique_ptr<SingleCopyState> single_copy_;  // before the streams that refer to it
-  std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
-  std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
+  std::unique_ptr<SingleCopyState> single_copy_;  // the streams refer to it
   std::size_t bytes_owned_ = 0;
 };
 
