@@ -1,5 +1,6 @@
 #include "algorithms/shm_one_shot.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -11,7 +12,13 @@
 namespace blink::algorithms {
 namespace {
 
+// Calls of at most kDeepMaxBytes take a ring of kDeepDepth slots, larger ones one of
+// kDepth: a root (or a Reduce's non-roots) can run far ahead of a descheduled peer in
+// a stream of small calls, while the shared memory stays bounded (about
+// kDeepDepth * 4 KiB + kDepth * capacity per rank).
 constexpr std::size_t kDepth = 4;
+constexpr std::size_t kDeepDepth = 64;
+constexpr std::size_t kDeepMaxBytes = 4096;
 
 std::size_t roundUp(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
@@ -23,12 +30,14 @@ ShmOneShot::ShmOneShot(MPI_Comm node_comm, std::size_t capacity, double timeout_
     : capacity_(roundUp(capacity, 64)), timeout_seconds_(timeout_seconds) {
   transport::checkSetUpCall(PMPI_Comm_rank(node_comm, &rank_), "one-shot board", "MPI_Comm_rank");
   transport::checkSetUpCall(PMPI_Comm_size(node_comm, &size_), "one-shot board", "MPI_Comm_size");
-  slot_bytes_ = roundUp(sizeof(std::uint64_t) + capacity_, 64);
+  deep_slot_bytes_ = roundUp(sizeof(std::uint64_t) + std::min(capacity_, kDeepMaxBytes), 64);
+  slot_bytes_ = capacity_ > kDeepMaxBytes ? roundUp(sizeof(std::uint64_t) + capacity_, 64) : 0;
   full_spin_rounds_ = spinRoundsFor(size_);
   spin_rounds_ = full_spin_rounds_;
   peer_done_.assign(static_cast<std::size_t>(size_), 0);
   const std::size_t bytes =
-      static_cast<std::size_t>(size_) * (sizeof(Control) + kDepth * slot_bytes_);
+      static_cast<std::size_t>(size_) *
+      (sizeof(Control) + kDeepDepth * deep_slot_bytes_ + kDepth * slot_bytes_);
   segment_ = transport::mapNodeSegment(node_comm, bytes, timeout_seconds_, "one-shot board");
 }
 
@@ -36,9 +45,18 @@ ShmOneShot::Control& ShmOneShot::control(int rank) const {
   return reinterpret_cast<Control*>(segment_.data())[rank];
 }
 
+std::size_t ShmOneShot::depth() const {
+  return bytes_ <= kDeepMaxBytes ? kDeepDepth : kDepth;
+}
+
 std::uint64_t& ShmOneShot::sequence(int rank, std::uint64_t call) const {
+  // The deep ring of every rank, then the other.
   std::byte* slots = segment_.data() + static_cast<std::size_t>(size_) * sizeof(Control);
-  std::byte* slot = slots + (static_cast<std::size_t>(rank) * kDepth + call % kDepth) * slot_bytes_;
+  const auto r = static_cast<std::size_t>(rank);
+  std::byte* slot = bytes_ <= kDeepMaxBytes
+                        ? slots + (r * kDeepDepth + call % kDeepDepth) * deep_slot_bytes_
+                        : slots + static_cast<std::size_t>(size_) * kDeepDepth * deep_slot_bytes_ +
+                              (r * kDepth + call % kDepth) * slot_bytes_;
   return *reinterpret_cast<std::uint64_t*>(slot);
 }
 
@@ -58,9 +76,10 @@ void ShmOneShot::begin(const char* collective, std::size_t bytes) {
 }
 
 void ShmOneShot::post(const std::byte* data, std::size_t bytes) {
-  // The slot was last used by call_ - kDepth: every peer must be done with it.
-  if (call_ > kDepth) {
-    const std::uint64_t needed = call_ - kDepth;
+  // The slot was last used by call_ - depth() or earlier: every peer must be done with
+  // that call.
+  if (call_ > depth()) {
+    const std::uint64_t needed = call_ - depth();
     for (int r = 0; r < size_; ++r) {
       std::uint64_t& seen = peer_done_[static_cast<std::size_t>(r)];
       if (r == rank_ || seen >= needed) continue;

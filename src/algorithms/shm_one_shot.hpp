@@ -5,15 +5,19 @@
 // descheduled when ranks outnumber cores). Each rank reads every input, so the
 // path pays only for small messages (BLINK_ONE_SHOT_MAX_BYTES).
 //
-// The board: per rank four slots used in turn and a `done` counter (the last call
-// it has finished reading) on a cache line of its own. A slot starts with its call's
-// sequence number, written after the data, so a reader waits on the line that holds
-// the first 56 bytes: a small call moves one cache line per peer, no flag line
-// besides. A rank writes call k into slot k % 4 only once every peer is done with
-// call k - 4, the last that used it; it remembers what it saw of each peer's `done`
-// (a peer that posted call k has finished k - 1), so in an AllReduce it never reads
-// a `done` line at all. The depth lets the root of a Broadcast, or the non-roots of a
-// Reduce, which wait for nobody, run a few calls ahead of a descheduled reader.
+// The board: per rank two rings of slots used in turn, 64 slots for calls of at most
+// 4 KiB and 4 of the whole capacity for larger ones, and a `done` counter (the last
+// call it has finished reading) on a cache line of its own. A slot starts with its
+// call's sequence number, written after the data, so a reader waits on the line that
+// holds the first 56 bytes: a small call moves one cache line per peer, no flag line
+// besides. A rank writes call k into slot k % D of its ring of depth D only once every
+// peer is done with call k - D (the last call of that ring to use the slot was no
+// later); it remembers what it saw of each peer's `done` (a peer that posted call k
+// has finished k - 1), so in an AllReduce it never reads a `done` line at all. Every
+// rank knows each call's bytes, so readers find the ring the writer took. The depth
+// lets the root of a Broadcast, or the non-roots of a Reduce, which wait for nobody,
+// run up to 64 small calls ahead of a descheduled reader (Open MPI's eager sends let
+// a root run ahead without bound), in a few hundred KiB of shared memory per rank.
 // Reductions run in rank order on every rank, so every rank gets the same bits.
 //
 // Every rank of the node must make the same one-shot calls in the same order (as
@@ -73,7 +77,10 @@ class ShmOneShot {
   static_assert(sizeof(Control) == 64);
 
   Control& control(int rank) const;
-  // Rank `rank`'s slot for `call`: its sequence number, then its data.
+  // How many calls apart a slot of the call in progress is reused (by its bytes).
+  std::size_t depth() const;
+  // Rank `rank`'s slot for `call` (of the call in progress's bytes): its sequence
+  // number, then its data.
   std::uint64_t& sequence(int rank, std::uint64_t call) const;
   std::byte* slotData(int rank, std::uint64_t call) const;
   void begin(const char* collective, std::size_t bytes);
@@ -86,7 +93,8 @@ class ShmOneShot {
   int rank_ = 0;
   int size_ = 0;
   std::size_t capacity_ = 0;
-  std::size_t slot_bytes_ = 0;  // a sequence number and capacity_ bytes, whole lines
+  std::size_t deep_slot_bytes_ = 0;  // a sequence number and the small calls' bytes, whole lines
+  std::size_t slot_bytes_ = 0;       // the same for larger calls (0: capacity_ is small)
   double timeout_seconds_ = 300.0;
   unsigned full_spin_rounds_ = 0;         // spinRoundsFor(ranks of the node)
   unsigned spin_rounds_ = 0;              // the next wait's, adapted (see awaitCounter)

@@ -77,17 +77,22 @@ TEST(OneShot, EveryCollectiveMatchesPmpiOverManyCallsInARow) {
 }
 
 // Non-roots of a Reduce never wait for the root's result, and the root of a
-// Broadcast never waits for anyone: they run up to four calls ahead (the board's
-// depth), and must then wait before overwriting a buffer the slow rank has not read.
+// Broadcast never waits for anyone: they run up to 64 small calls (4 larger ones)
+// ahead (the depths of the board's two rings), and must then wait before overwriting
+// a slot the slow rank has not read. Sizes mix both rings, and the small calls
+// outnumber the deep ring's slots, so both rings wrap while a rank waits.
 TEST(OneShot, RanksThatRunAheadWaitForASlowReader) {
   const int rank = worldRank(), n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   ScopedEnv algo("BLINK_ALGO", "board");
   blink::runtime::Communicator comm(MPI_COMM_WORLD);
   const int slow = n - 1;
-  const std::size_t count = 1000;
-  for (int call = 0; call < 60; ++call) {
-    if (rank == slow && call % 6 == 0) usleep(20000);
+  constexpr int kCalls = 200;
+  // 4000 bytes (the deep ring) twice, then 8000 (the other).
+  auto countOf = [](int call) { return std::size_t{call % 3 == 2 ? 2000u : 1000u}; };
+  for (int call = 0; call < kCalls; ++call) {
+    if (rank == slow && call % 6 == 0) usleep(5000);
+    const std::size_t count = countOf(call);
     std::vector<std::int32_t> in = data(rank, call, count), out(count, 0);
     comm.reduce(in.data(), out.data(), count, blinkInt32, blinkSum, slow);
     if (rank == slow) {
@@ -98,14 +103,15 @@ TEST(OneShot, RanksThatRunAheadWaitForASlowReader) {
       }
     }
   }
-  for (int call = 0; call < 60; ++call) {
-    if (rank == slow && call % 6 == 0) usleep(20000);
+  for (int call = 0; call < kCalls; ++call) {
+    if (rank == slow && call % 6 == 0) usleep(5000);
+    const std::size_t count = countOf(call);
     std::vector<std::int32_t> buf =
         rank == 0 ? data(0, call, count) : std::vector<std::int32_t>(count);
     comm.broadcast(buf.data(), buf.data(), count, blinkInt32, 0);
     ASSERT_EQ(buf, data(0, call, count)) << "Broadcast call " << call;
   }
-  EXPECT_EQ(comm.callsWith(Algorithm::Board), 120u);
+  EXPECT_EQ(comm.callsWith(Algorithm::Board), 2u * kCalls);
 }
 
 TEST(OneShot, LargerMessagesTakePlans) {
