@@ -76,7 +76,7 @@ const std::vector<Variable>& registry() {
        "Override the bandwidth per lane and direction of link generations, e.g. "
        "`nvlink2=22.5,pcie3x16=12` (names: `blink-topo links`)."},
       {"BLINK_PROBE_LINKS", Kind::Choice, "0|1", "0",
-       "1: when a communicator spans nodes, measure at set-up (about 0.25 s, at most 0.5 s, "
+       "1: when a communicator spans nodes, measure at set-up (about 0.3 s, at most 0.5 s, "
        "once per process and set of nodes) what each NIC carries between the nodes (TCP "
        "streams from its IPv4 address, the node leaders in a ring, every NIC at once) and plan "
        "with that rate where it is below the nominal one (rate-limited or virtual NICs); "

@@ -504,6 +504,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       plan::PlannerOptions options;
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
+      options.flat_trees_across_nodes = false;  // nothing between nodes paces (planner.hpp)
       NodeAlgorithms node = node_;
       if (on_device) {  // the board and the direct path move host memory only
         node.board_capacity = 0;

@@ -62,7 +62,13 @@ struct Lane {
   bool sending = false, sent = false, received = false;
   std::uint64_t bytes = 0;
   Clock::time_point first{}, last{};
+  // Past kProbeWarmUpSeconds from the first byte (TCP's slow start and the token
+  // bucket's burst are over): the bytes and time then, the rate counts from there.
+  std::uint64_t warm_bytes = 0;
+  Clock::time_point warm{};
 };
+
+constexpr double kProbeWarmUpSeconds = 0.05;
 
 // A listener on `ip` (network order); its port in `port`, 0 when it failed.
 Socket listenOn(std::uint32_t ip, std::uint16_t& port) {
@@ -128,9 +134,15 @@ void pump(std::vector<Lane>& lanes) {
         for (;;) {
           const ssize_t got = ::recv(lane.receiver.fd(), buffer.data(), buffer.size(), 0);
           if (got > 0) {
-            if (lane.bytes == 0) lane.first = Clock::now();
+            const auto at = Clock::now();
+            if (lane.bytes == 0) lane.first = at;
+            if (lane.warm_bytes == 0 &&
+                std::chrono::duration<double>(at - lane.first).count() >= kProbeWarmUpSeconds) {
+              lane.warm_bytes = lane.bytes;
+              lane.warm = at;
+            }
             lane.bytes += static_cast<std::uint64_t>(got);
-            lane.last = Clock::now();
+            lane.last = at;
             continue;
           }
           if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -201,10 +213,11 @@ std::vector<double> probeNicRates(const RankLayout& layout, MPI_Comm comm) {
   if (leader) {
     pump(lanes);
     for (std::size_t k = 0; k < lanes.size(); ++k) {
-      const double seconds = std::chrono::duration<double>(lanes[k].last - lanes[k].first).count();
+      const Lane& lane = lanes[k];
+      const double seconds = std::chrono::duration<double>(lane.last - lane.warm).count();
       // Too little to time (the peer never connected, or a NIC without address).
-      if (lanes[k].bytes >= (1u << 20) && seconds > 0.01) {
-        rate[k] = static_cast<double>(lanes[k].bytes) / seconds / 1e9;
+      if (lane.warm_bytes > 0 && lane.bytes - lane.warm_bytes >= (1u << 20) && seconds > 0.01) {
+        rate[k] = static_cast<double>(lane.bytes - lane.warm_bytes) / seconds / 1e9;
       }
     }
   }

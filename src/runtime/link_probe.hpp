@@ -6,7 +6,8 @@
 // that has an IPv4 address, each leader streams over TCP, from its NIC k's address to
 // the next leader's NIC k, for kProbeSeconds, all NICs and all nodes at once (so a
 // shared bottleneck, such as the cores that drive the sockets, shows too), and the
-// receiver times what arrives from its first byte to the end. The rate of NIC k is the
+// receiver times what arrives from 50 ms after its first byte (TCP's slow start and a
+// token bucket's burst are over by then) to the end. The rate of NIC k is the
 // lowest any node received on it. TCP over the NIC's own address is what UCX's TCP
 // transport does; an InfiniBand port without an IPv4 address is not probed.
 // Bounded: the whole probe takes at most about kProbeSeconds + kProbeGraceSeconds.
@@ -20,8 +21,8 @@
 
 namespace blink::runtime {
 
-inline constexpr double kProbeSeconds = 0.25;
-inline constexpr double kProbeGraceSeconds = 0.25;
+inline constexpr double kProbeSeconds = 0.3;
+inline constexpr double kProbeGraceSeconds = 0.2;
 inline constexpr int kMaxProbedNics = 8;
 
 // Per NIC index (topology/host_nics.hpp order): the measured GB/s, 0 where none.
