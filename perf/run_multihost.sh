@@ -20,7 +20,7 @@
 # every job (the plan sees the tc rate, not the veth's 10 Gbit/s).
 #
 # --criterion (about 4-5 minutes): 2 hosts x 2 ranks, 1gbit per NIC, AllReduce
-#   64K-64M, 1 NIC against 2 NICs per host, --reps 2 by default. Writes
+#   64K-64M, 1 NIC against 2 NICs per host, --reps 3 by default. Writes
 #   perf/results/multihost_criterion.csv and .md: per size Blink's busbw with 1 and 2
 #   NICs and their ratio, the planner's predicted time for the 2-NIC topology (the
 #   simulator blink-sim runs, on the probed graph) and measured/predicted, and each
@@ -95,7 +95,7 @@ job() {
 mkdir -p "$root/perf/results"
 log=$(mktemp)
 if [[ $mode == criterion ]]; then
-  reps=${reps:-2} rate=${rate:-1gbit}
+  reps=${reps:-3} rate=${rate:-1gbit}
   csv=$root/perf/results/multihost_criterion.csv
   for k in 1 2; do
     set_up+=("${prefix:0:6}c$k")

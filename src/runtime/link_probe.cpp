@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -226,15 +227,16 @@ std::vector<double> probeNicRates(const RankLayout& layout, MPI_Comm comm) {
                      MPI_DOUBLE, comm) != MPI_SUCCESS) {
     throw Error(blinkSystemError, "MPI_Allgather of the link probe's rates failed");
   }
-  std::vector<double> lowest(kMaxProbedNics, 0.0);
+  // The best rate any node received: what disturbs a probe (a leader not scheduled
+  // on a busy machine, a late start) only ever lowers it.
+  std::vector<double> best(kMaxProbedNics, 0.0);
   for (int r = 0; r < layout.size; ++r) {
     for (std::size_t k = 0; k < kMaxProbedNics; ++k) {
-      const double g = rates[static_cast<std::size_t>(r) * kMaxProbedNics + k];
-      if (g > 0.0 && (lowest[k] == 0.0 || g < lowest[k])) lowest[k] = g;
+      best[k] = std::max(best[k], rates[static_cast<std::size_t>(r) * kMaxProbedNics + k]);
     }
   }
-  while (!lowest.empty() && lowest.back() == 0.0) lowest.pop_back();
-  return lowest;
+  while (!best.empty() && best.back() == 0.0) best.pop_back();
+  return best;
 }
 
 }  // namespace blink::runtime

@@ -8,7 +8,9 @@
 // shared bottleneck, such as the cores that drive the sockets, shows too), and the
 // receiver times what arrives from 50 ms after its first byte (TCP's slow start and a
 // token bucket's burst are over by then) to the end. The rate of NIC k is the
-// lowest any node received on it. TCP over the NIC's own address is what UCX's TCP
+// highest any node received on it (a disturbed probe only reads low: on a loaded
+// machine a leader that is not scheduled stalls its streams), one rate per NIC
+// index for every node. TCP over the NIC's own address is what UCX's TCP
 // transport does; an InfiniBand port without an IPv4 address is not probed.
 // Bounded: the whole probe takes at most about kProbeSeconds + kProbeGraceSeconds.
 #pragma once
