@@ -22,8 +22,9 @@
 # --criterion (about 4-5 minutes): 2 hosts x 2 ranks, 1gbit per NIC, AllReduce
 #   64K-64M, 1 NIC against 2 NICs per host, --reps 3 by default. Writes
 #   perf/results/multihost_criterion.csv and .md: per size Blink's busbw with 1 and 2
-#   NICs and their ratio, the planner's predicted time for the 2-NIC topology (the
-#   simulator blink-sim runs, on the probed graph) and measured/predicted, and each
+#   NICs and their ratio, blink-sim's predicted time on the 2-NIC job's graph (its
+#   INFO listing, probed rates included, as perf/results/multihost_criterion_topology.json)
+#   and measured/predicted, and each
 #   Open MPI configuration with Blink's ratio to the best. The criterion (issue 17):
 #   at >= 16 MiB 2 NICs >= 1.8x one NIC and >= 90% of the prediction; at every
 #   size >= 64 KiB Blink at least as fast as the best Open MPI.
@@ -110,13 +111,19 @@ if [[ $mode == criterion ]]; then
       echo "criterion: rep $rep, $k NIC(s), $config" >&2
       : >"$log"
       job "${prefix:0:6}c$k" 2,2 "$k" "$config" allreduce 64K 64M 3 | sed "s/\$/,$rep/" >>"$csv"
-      # The planner's prediction for each size, from rank 0's INFO log (2 NICs, ucx).
+      # blink-sim's prediction for each size on the graph this job planned on (2 NICs,
+      # the probed rates), from rank 0's INFO listing.
       if [[ $k == 2 && $config == ucx+ob1 ]]; then
-        grep -o 'allreduce of [0-9]* bytes on .* (predicted [0-9.e+]* us' "$log" |
-          awk -v rep="$rep" '{ for (i = 1; i < NF; ++i) if ($i == "(predicted") t = $(i + 1);
-            print "2+2,2,predicted,predicted,allreduce," $3 ",float32,sum,0," t ",,,," rep }' |
-          sort -u \
-            >>"$csv" || true
+        topology=$root/perf/results/multihost_criterion_topology.json
+        /usr/bin/python3 "$root/perf/multihost_topology.py" "$log" >"$topology"
+        for ((bytes = 64 << 10; bytes <= 64 << 20; bytes *= 2)); do
+          "$build/src/tools/blink-sim" --topo "$topology" --collective allreduce --bytes $bytes \
+            --format json | /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+t = [a["time_us"] for a in d["algorithms"] if a["name"] == "blink"][0]
+print("2+2,2,predicted,predicted,allreduce,%d,float32,sum,0,%s,,,,%s" % (d["bytes"], t, sys.argv[1]))' \
+            "$rep" >>"$csv"
+        done
         grep -h "rank -> NIC\|NICs of node 0\|  n0\.nic\|BLINK_PROBE" "$log" | head -8 >&2 || true
       fi
     done
