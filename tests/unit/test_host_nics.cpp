@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "link_of.hpp"
 #include "runtime/nic_assignment.hpp"
 #include "topology/host_nics.hpp"
 #include "topology/job_graph.hpp"
@@ -41,15 +42,7 @@ HostNic nic(const std::string& name, double gbps, int numa = -1) {
   return n;
 }
 
-std::optional<Link> linkOf(const Topology& t, const std::string& a, const std::string& b,
-                           LinkKind kind) {
-  auto u = t.find(a), v = t.find(b);
-  if (!u || !v) return std::nullopt;
-  for (Edge e : t.linksBetween(*u, *v)) {
-    if (t.link(e).kind == kind) return t.link(e);
-  }
-  return std::nullopt;
-}
+using blink::topo::testing::linkOf;
 
 TEST(HostNics, ListedFromSysfsWithSpeedNumaAndAddress) {
   const std::filesystem::path root =
