@@ -59,6 +59,12 @@ HostNic described(const std::string& device, const std::string& sysfs_root) {
   }
   const double numa = numberOr(firstLine(pci + "/numa_node"), -1.0);
   nic.numa = numa >= 0.0 ? static_cast<int>(numa) : -1;
+  // The device link points at the PCI device's directory, named by its bus id.
+  std::error_code ec;
+  const std::string target = std::filesystem::canonical(pci, ec).filename().string();
+  if (!ec && target.size() == 12 && target[4] == ':' && target[7] == ':' && target[10] == '.') {
+    nic.pci_bus_id = target;
+  }
   return nic;
 }
 

@@ -18,6 +18,7 @@ struct HostNic {
   double gbps = 0.0;         // per direction, 0 when unknown
   std::string speed_source;  // "sysfs" or "unknown"
   int numa = -1;             // the NUMA node of its PCI device, -1 when unknown
+  std::string pci_bus_id;    // "0000:06:00.0", "" when it is no PCI device
   std::string ipv4;          // the interface's IPv4 address ("" when it has none)
 };
 

@@ -42,6 +42,13 @@ Topology copyOf(const Topology& t, const std::function<bool(const Device&)>& kee
   return out;
 }
 
+// Whether hwloc's NIC `d` is the network device `nic`: by OS name, or by PCI function
+// (hwloc may name an InfiniBand port's NIC ib0 where the list has mlx5_0:1).
+bool isHostNic(const Device& d, const HostNic& nic) {
+  return (!d.model.empty() && (d.model == nic.os_name || d.model == nic.device)) ||
+         (!d.pci_bus_id.empty() && d.pci_bus_id == nic.pci_bus_id);
+}
+
 // The hwloc topology with options.nics as its NICs (NodeDescribeOptions::nics).
 Topology withHostNics(const Topology& hw, const std::vector<HostNic>& nics,
                       const LinkTable& table) {
@@ -53,8 +60,7 @@ Topology withHostNics(const Topology& hw, const std::vector<HostNic>& nics,
     std::optional<Vertex> found;
     for (Vertex v : boost::make_iterator_range(boost::vertices(hw.graph()))) {
       const Device& d = hw.device(v);
-      if (d.kind == DeviceKind::Nic && !d.model.empty() &&
-          (d.model == nic.os_name || d.model == nic.device)) {
+      if (d.kind == DeviceKind::Nic && isHostNic(d, nic)) {
         found = v;
       }
     }
@@ -87,8 +93,7 @@ Topology withHostNics(const Topology& hw, const std::vector<HostNic>& nics,
   for (Vertex v : boost::make_iterator_range(boost::vertices(hw.graph()))) {
     const Device& d = hw.device(v);
     bool listed = false;
-    for (const HostNic& nic : nics)
-      listed = listed || d.model == nic.os_name || d.model == nic.device;
+    for (const HostNic& nic : nics) listed = listed || isHostNic(d, nic);
     if (d.kind == DeviceKind::Nic && !listed) {
       BLINK_LOG(Info, "discover: hwloc's " << d.id << " ("
                                            << (d.model.empty() ? "no OS device" : d.model)

@@ -30,7 +30,8 @@ struct NodeDescribeOptions {
   std::string sysfs_root = "/sys";
   // The machine's network devices (host_nics.hpp), when the description is of this
   // machine: they become the node's NICs, "nic<k>" for the k-th, with their speeds
-  // (sysfs_root is then not read). An hwloc NIC whose OS name matches keeps its place
+  // (sysfs_root is then not read). An hwloc NIC whose OS name or PCI bus id matches
+  // (an InfiniBand port's ib0 is mlx5_0's PCI function) keeps its place
   // in the PCI tree; a device hwloc does not show (a veth, a VM's virtio NIC inside a
   // network namespace) hangs off the CPU of its NUMA node (else cpu0) through a
   // pcie3x16 link from the table; hwloc NICs that are not listed are dropped (the

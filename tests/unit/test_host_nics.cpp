@@ -47,7 +47,10 @@ using blink::topo::testing::linkOf;
 TEST(HostNics, ListedFromSysfsWithSpeedNumaAndAddress) {
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("blink-host-nics-" + std::to_string(getpid()));
-  std::filesystem::create_directories(root / "class/net/eth0/device");
+  std::filesystem::create_directories(root / "devices/0000:3b:00.1");
+  std::filesystem::create_directories(root / "class/net/eth0");
+  std::filesystem::create_directory_symlink("../../../devices/0000:3b:00.1",
+                                            root / "class/net/eth0/device");
   std::filesystem::create_directories(root / "class/net/veth1");
   std::ofstream(root / "class/net/eth0/speed") << "1000\n";
   std::ofstream(root / "class/net/eth0/device/numa_node") << "1\n";
@@ -59,6 +62,8 @@ TEST(HostNics, ListedFromSysfsWithSpeedNumaAndAddress) {
   EXPECT_EQ(nics[0].speed_source, "sysfs");
   EXPECT_EQ(nics[0].numa, 1);
   EXPECT_EQ(nics[0].ipv4, "10.0.0.1");
+  EXPECT_EQ(nics[0].pci_bus_id, "0000:3b:00.1");
+  EXPECT_EQ(nics[1].pci_bus_id, "");
   EXPECT_EQ(nics[1].gbps, 0.0);
   EXPECT_EQ(nics[1].speed_source, "unknown");
   EXPECT_EQ(nics[1].numa, -1);
@@ -91,6 +96,15 @@ TEST(HostNics, AnHwlocNicThatIsNotListedIsLeftOutAndNumaPlacesTheRest) {
   EXPECT_EQ(linkOf(node, "nic0", "netsw0", LinkKind::Network)->source, LinkSource::Table);
   // Unset: hwloc's NICs, as before.
   EXPECT_EQ(describe(std::nullopt).device(*describe(std::nullopt).find("nic0")).model, "eth7");
+}
+
+TEST(HostNics, AnHwlocNicOfTheSamePciFunctionKeepsItsPlace) {
+  HostNic port = nic("mlx5_0:1", 12.5);  // hwloc calls its NIC eth7 (say, ib0)
+  port.pci_bus_id = "0000:81:00.0";
+  const Topology node = describe(std::vector<HostNic>{port});
+  EXPECT_EQ(node.device(*node.find("nic0")).model, "mlx5_0:1");
+  EXPECT_EQ(linkOf(node, "nic0", "cpu1", LinkKind::Pcie)->generation, "pcie3x8");
+  EXPECT_FALSE(node.find("nic1"));
 }
 
 TEST(HostNics, MeasuredRatesLowerTheUplinksOnly) {
