@@ -46,7 +46,7 @@ def main():
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=100)
+    fig.savefig(sys.argv[2], dpi=70)
 
 
 if __name__ == "__main__":
