@@ -1,37 +1,163 @@
 #!/usr/bin/env bash
 # Blink against Open MPI across emulated hosts (scripts/emulate-hosts.sh; root and
-# `ip netns` needed): blink_perf --baseline mpi, so each size compares the two in the
-# same job, right after each other.
+# `ip netns` needed), every NIC rate-limited with tc tbf.
 #
-# Usage: perf/run_multihost.sh [--build-dir DIR] [--ranks 2,2] [--nics K] [--rate RATE]
-#                              [--transport pmpi|ucx] [-- BLINK_PERF_ARGS...]
-#   --ranks      ranks per host (default 2,2: two hosts of two ranks)
-#   --nics       NICs per host (default 1); --rate a tc tbf limit per NIC (e.g. 1gbit)
-#   --transport  Blink's streams between nodes (default pmpi, as in the library)
-#   BLINK_PERF_ARGS default to `-b 8 -e 4K -n 200 -w 20` (AllReduce, float32)
-# Prints blink_perf's table (ratio = Blink time / MPI time; below 1, Blink is faster).
+# Usage:
+#   perf/run_multihost.sh --criterion [--build-dir DIR] [--reps N] [--prefix P]
+#   perf/run_multihost.sh --matrix [--build-dir DIR] [--reps N] [--prefix P]
+#       [--layouts "1,1 2,2 1,1,1,1 2,2,2,2"] [--nics "1 2"] [--rate 1gbit]
+#       [--collectives "allreduce broadcast allgather"] [--sizes "1K 256M"]
+#   perf/run_multihost.sh [--ranks 2,2] [--nics K] [--rate RATE] [--transport pmpi|ucx]
+#       [-- BLINK_PERF_ARGS...]          (one blink_perf job, its table on stdout)
+#
+# Every measurement is blink_perf --baseline mpi (Blink's C API, then PMPI_*, size by
+# size in the same job, out of place). Configurations, alternated (the order reversed
+# every other repetition):
+#   ucx+ob1   Blink's streams between nodes over UCX (one worker per NIC, the plan's
+#             NIC per rank); MPI pml ob1 with btl tcp over every NIC (+ vader, self)
+#   pmpi+ucx  Blink's streams over PMPI; MPI pml ucx (UCX_TLS=tcp over every NIC)
+# so each job gives one Blink and one Open MPI configuration. BLINK_PROBE_LINKS=1 in
+# every job (the plan sees the tc rate, not the veth's 10 Gbit/s).
+#
+# --criterion (about 4-5 minutes): 2 hosts x 2 ranks, 1gbit per NIC, AllReduce
+#   64K-64M, 1 NIC against 2 NICs per host, --reps 3 by default. Writes
+#   perf/results/multihost_criterion.csv and .md: per size Blink's busbw with 1 and 2
+#   NICs and their ratio, blink-sim's predicted time on the 2-NIC job's graph (its
+#   INFO listing, probed rates included, as perf/results/multihost_criterion_topology.json)
+#   and measured/predicted, and each
+#   Open MPI configuration with Blink's ratio to the best. The criterion (issue 17):
+#   at >= 16 MiB 2 NICs >= 1.8x one NIC and >= 90% of the prediction; at every
+#   size >= 64 KiB Blink at least as fast as the best Open MPI.
+# --matrix: every layout x NIC count x collective (default sizes 1K-256M, --reps 1),
+#   perf/results/multihost.csv, .md and .png (perf/plot_multihost.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build ranks=2,2 nics=1 rate='' transport=pmpi
+build=$root/build mode=single ranks=2,2 nics=1 rate='' transport=pmpi reps=''
+prefix=nc
+layouts="1,1 2,2 1,1,1,1 2,2,2,2" nic_counts="1 2" collectives="allreduce broadcast allgather"
+sizes="1K 256M"
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --criterion) mode=criterion; shift ;;
+    --matrix) mode=matrix; shift ;;
     --build-dir) build=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
-    --nics) nics=$2; shift 2 ;;
+    --nics) nics=$2; nic_counts=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --transport) transport=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --prefix) prefix=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    --collectives) collectives=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
     --) shift; args=("$@"); break ;;
     *) echo "run_multihost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 emulate=$root/scripts/emulate-hosts.sh
 why=$("$emulate" check) || { echo "run_multihost.sh: $why" >&2; exit 1; }
-prefix=perf$$
-prefix=${prefix:0:8}
-trap '"$emulate" teardown --prefix "$prefix"' EXIT
-hosts=$(($(tr -cd , <<<"$ranks" | wc -c) + 1))
-"$emulate" setup --prefix "$prefix" --hosts "$hosts" --nics "$nics" ${rate:+--rate "$rate"}
-"$emulate" run --prefix "$prefix" --ranks "$ranks" -x BLINK_TRANSPORT=between="$transport" \
-  "$build/perf/blink_perf" --baseline mpi "${args[@]}"
+perf=$build/perf/blink_perf
+[[ -x $perf ]] || { echo "run_multihost.sh: no $perf (build blink_perf)" >&2; exit 1; }
+hosts_of() { echo $(($(tr -cd , <<<"$1" | wc -c) + 1)); }
+set_up=()
+cleanup() { local p; for p in "${set_up[@]}"; do "$emulate" teardown --prefix "$p"; done; }
+trap cleanup EXIT
+
+if [[ $mode == single ]]; then
+  p=${prefix:0:6}s
+  set_up+=("$p")
+  "$emulate" setup --prefix "$p" --hosts "$(hosts_of "$ranks")" --nics "$nics" ${rate:+--rate "$rate"}
+  "$emulate" run --prefix "$p" --ranks "$ranks" -x BLINK_TRANSPORT=between="$transport" \
+    "$perf" --baseline mpi "${args[@]}"
+  exit
+fi
+
+# job PREFIX LAYOUT NICS CONFIG COLLECTIVE MIN MAX ITERS: one blink_perf job, its CSV
+# rows on stdout (prefixed by the configuration), Blink's INFO log in $log.
+job() {
+  local p=$1 layout=$2 k=$3 config=$4 coll=$5 lo=$6 hi=$7 iters=$8
+  local devices='' i
+  for ((i = 0; i < k; ++i)); do devices+=${devices:+,}eth$i; done
+  local blink_transport=ucx mpi=(--mca pml ob1 --mca btl tcp,vader,self)
+  if [[ $config == pmpi+ucx ]]; then
+    blink_transport=pmpi
+    mpi=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^tcp
+      -x UCX_NET_DEVICES="$devices")
+  fi
+  "$emulate" run --prefix "$p" --ranks "$layout" "${mpi[@]}" \
+    -x BLINK_TRANSPORT=between=$blink_transport -x BLINK_PROBE_LINKS=1 -x BLINK_DEBUG=INFO \
+    "$perf" --baseline mpi --collective "$coll" -b "$lo" -e "$hi" -n "$iters" -w 1 \
+    --inplace 0 --format csv 2>>"$log" |
+    awk -v pre="${layout//,/+},$k,$config" -F, 'NR > 1 && ($1 == "blink" || $1 == "mpi") { print pre "," $0 }'
+}
+
+mkdir -p "$root/perf/results"
+log=$(mktemp)
+if [[ $mode == criterion ]]; then
+  reps=${reps:-3} rate=${rate:-1gbit}
+  csv=$root/perf/results/multihost_criterion.csv
+  for k in 1 2; do
+    set_up+=("${prefix:0:6}c$k")
+    "$emulate" setup --prefix "${prefix:0:6}c$k" --hosts 2 --nics "$k" --rate "$rate"
+  done
+  echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
+  for ((rep = 1; rep <= reps; ++rep)); do
+    order=("1 ucx+ob1" "2 ucx+ob1" "2 pmpi+ucx" "1 pmpi+ucx")
+    ((rep % 2 == 0)) && order=("1 pmpi+ucx" "2 pmpi+ucx" "2 ucx+ob1" "1 ucx+ob1")
+    for item in "${order[@]}"; do
+      read -r k config <<<"$item"
+      echo "criterion: rep $rep, $k NIC(s), $config" >&2
+      : >"$log"
+      job "${prefix:0:6}c$k" 2,2 "$k" "$config" allreduce 64K 64M 3 | sed "s/\$/,$rep/" >>"$csv"
+      # blink-sim's prediction for each size on the graph this job planned on (2 NICs,
+      # the probed rates), from rank 0's INFO listing.
+      if [[ $k == 2 && $config == ucx+ob1 ]]; then
+        topology=$root/perf/results/multihost_criterion_topology.json
+        /usr/bin/python3 "$root/perf/multihost_topology.py" "$log" >"$topology"
+        for ((bytes = 64 << 10; bytes <= 64 << 20; bytes *= 2)); do
+          "$build/src/tools/blink-sim" --topo "$topology" --collective allreduce --bytes $bytes \
+            --format json | /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+t = [a["time_us"] for a in d["algorithms"] if a["name"] == "blink"][0]
+print("2+2,2,predicted,predicted,allreduce,%d,float32,sum,0,%s,,,,%s" % (d["bytes"], t, sys.argv[1]))' \
+            "$rep" >>"$csv"
+        done
+        grep -h "rank -> NIC\|NICs of node 0\|  n0\.nic\|BLINK_PROBE" "$log" | head -8 >&2 || true
+      fi
+    done
+  done
+  /usr/bin/python3 "$root/perf/summarize_multihost.py" --criterion "$csv" \
+    >"$root/perf/results/multihost_criterion.md"
+  cat "$root/perf/results/multihost_criterion.md"
+  exit
+fi
+
+# --matrix
+reps=${reps:-1} rate=${rate:-1gbit}
+read -r lo hi <<<"$sizes"
+csv=$root/perf/results/multihost.csv
+echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
+for layout in $layouts; do
+  for k in $nic_counts; do
+    p=${prefix:0:6}m$k
+    set_up+=("$p")
+    "$emulate" setup --prefix "$p" --hosts "$(hosts_of "$layout")" --nics "$k" --rate "$rate"
+    for coll in $collectives; do
+      for ((rep = 1; rep <= reps; ++rep)); do
+        order=(ucx+ob1 pmpi+ucx)
+        ((rep % 2 == 0)) && order=(pmpi+ucx ucx+ob1)
+        for config in "${order[@]}"; do
+          echo "matrix: $layout, $k NIC(s), $coll, $config, rep $rep" >&2
+          : >"$log"
+          job "$p" "$layout" "$k" "$config" "$coll" "$lo" "$hi" 5 | sed "s/\$/,$rep/" >>"$csv"
+        done
+      done
+    done
+    "$emulate" teardown --prefix "$p"
+  done
+done
+/usr/bin/python3 "$root/perf/summarize_multihost.py" "$csv" >"$root/perf/results/multihost.md"
+/usr/bin/python3 "$root/perf/plot_multihost.py" "$csv" "$root/perf/results/multihost.png" || true
+cat "$root/perf/results/multihost.md"

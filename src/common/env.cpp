@@ -75,6 +75,13 @@ const std::vector<Variable>& registry() {
       {"BLINK_LINK_GBPS", Kind::Text, "NAME=GBPS,...", "",
        "Override the bandwidth per lane and direction of link generations, e.g. "
        "`nvlink2=22.5,pcie3x16=12` (names: `blink-topo links`)."},
+      {"BLINK_PROBE_LINKS", Kind::Choice, "0|1", "0",
+       "1: when a communicator spans nodes, measure at set-up (about 0.3 s, at most 0.5 s, "
+       "once per process and set of nodes) what each NIC carries between the nodes (TCP "
+       "streams from its IPv4 address, the node leaders in a ring, every NIC at once) and plan "
+       "with that rate where it is below the nominal one (rate-limited or virtual NICs); "
+       "`BLINK_DEBUG=INFO` shows each NIC's speed and its source (`measured`). Set it alike on "
+       "every rank."},
       {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
        "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
        "pipeline time under the alpha-beta model."},
@@ -156,8 +163,11 @@ const std::vector<Variable>& registry() {
        "in "
        "UCX_NET_DEVICES names (`eth0`, `mlx5_0:1`); `all`: one context over the devices UCX "
        "picks itself. Unset: the active InfiniBand/RoCE ports, else the IPv4 interfaces that "
-       "are up (loopback excluded). A stream from local rank l on channel c leaves on NIC "
-       "(l + c) mod N, N the fewest NICs of any node."},
+       "are up (loopback excluded). They are the NICs of the node in the plan's topology. A rank's "
+       "streams between nodes leave on the NIC the plan assigns it (the nearest to its socket or "
+       "GPU, round robin among equals; `BLINK_DEBUG=INFO` prints the map), or, where the plan "
+       "knows no NIC of that name, on NIC (local rank + channel) mod N, N the fewest NICs of "
+       "any node."},
       {"BLINK_DEVICE", Kind::Choice, "AUTO|CUDA|EMULATED|OFF", "AUTO",
        "Which device runs collectives on GPU buffers: AUTO (CUDA where this process sees a usable "
        "GPU, else none: device buffers then go to the MPI library or fail), CUDA, EMULATED "

@@ -11,6 +11,7 @@
 #include "common/mpi_wait.hpp"
 #include "plan/planner.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/nic_assignment.hpp"
 #include "runtime/node_identity.hpp"
 #include "runtime/process_device.hpp"
 #include "runtime/reduce_cpu.hpp"
@@ -179,13 +180,19 @@ Communicator::Communicator(MPI_Comm comm) {
       host_of.push_back(layout_.node_names[static_cast<std::size_t>(
           layout_.node_of_rank[static_cast<std::size_t>(r)])]);
     }
+    NicAssignment nics = assignNics(job_);
+    if (layout_.rank == 0 && !nics.text.empty()) {
+      BLINK_LOG(Info,
+                "rank -> NIC (the plan's ports; streams between nodes leave there): " << nics.text);
+    }
     const transport::TransportSetUp set_up{comm_,
                                            node_comm_,
                                            layout_.rank,
                                            std::move(node_rank_of),
                                            layout_.local_rank_of_rank,
                                            std::move(host_of),
-                                           timeout_s_};
+                                           timeout_s_,
+                                           std::move(nics.nics_of_rank)};
     auto make = [&](const transport::TransportEntry* entry) -> Transport* {
       for (const auto& made : transport_objects_) {
         if (made->name() == entry->name) return made.get();
@@ -497,6 +504,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       plan::PlannerOptions options;
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
+      options.flat_trees_across_nodes = false;  // nothing between nodes paces (planner.hpp)
       NodeAlgorithms node = node_;
       if (on_device) priceForDeviceBuffers(node, options);
       AlgorithmChoice choice =

@@ -7,10 +7,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 
 #include "common/env.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "runtime/link_probe.hpp"
+#include "topology/host_nics.hpp"
 #include "topology/job_graph.hpp"
 #include "topology/link_table.hpp"
 #include "topology/load.hpp"
@@ -23,7 +26,7 @@ namespace blink::runtime {
 namespace {
 
 // What each rank reports in the one gather every rank makes.
-enum Field { kWorldRank, kTopoSet, kFailed, kPackage, kHash, kLength, kFields };
+enum Field { kWorldRank, kTopoSet, kProbe, kFailed, kPackage, kHash, kLength, kFields };
 using Report = std::array<std::uint64_t, kFields>;
 
 std::int64_t signedField(std::uint64_t value) {
@@ -80,14 +83,16 @@ JobTopology fromTopoVariable(const RankLayout& layout, const std::vector<int>& w
 
 // This node's description, discovered once per process (about 25-50 ms of hwloc, NVML
 // and CUDA probing; the machine does not change under a job) for each value of what
-// discovery reads besides the machine: BLINK_LINK_GBPS, and hwloc's HWLOC_XMLFILE
-// (hwloc then reads that file instead of the machine, as tests do to emulate others).
+// discovery reads besides the machine: BLINK_LINK_GBPS, BLINK_UCX_NICS, and hwloc's
+// HWLOC_XMLFILE (hwloc then reads that file instead of the machine, as tests do to
+// emulate others; the network devices of this machine are then not its NICs).
 std::string thisNodeDescription() {
   static std::mutex mutex;
   static std::map<std::string, std::string> cache;
   const char* hwloc_xml = std::getenv("HWLOC_XMLFILE");
-  const std::string key =
-      env::get("BLINK_LINK_GBPS").value_or("") + "\n" + (hwloc_xml != nullptr ? hwloc_xml : "");
+  const std::string key = env::get("BLINK_LINK_GBPS").value_or("") + "\n" +
+                          env::get("BLINK_UCX_NICS").value_or("") + "\n" +
+                          (hwloc_xml != nullptr ? hwloc_xml : "");
   std::lock_guard lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) {
@@ -96,6 +101,7 @@ std::string thisNodeDescription() {
   }
   topo::NodeDescribeOptions options;
   options.discover.table = topo::LinkTable::fromEnvironment();
+  if (hwloc_xml == nullptr) options.nics = topo::hostNics();
   return cache[key] = topo::serializeNode(topo::describeNode(options));
 }
 
@@ -140,10 +146,53 @@ std::map<std::uint64_t, std::string> gatherDistinctDescriptions(const RankLayout
   return by_hash;
 }
 
+// BLINK_PROBE_LINKS: the NIC rates measured between these nodes, once per process
+// for each set of nodes (collective; every rank takes the cached value only when all
+// have it).
+std::vector<double> measuredNicRates(const RankLayout& layout, MPI_Comm comm) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<double>> cache;
+  std::string key = env::get("BLINK_UCX_NICS").value_or("");
+  for (const std::string& n : layout.node_names) key += "\n" + n;
+  std::lock_guard lock(mutex);
+  const int have = cache.count(key) != 0 ? 1 : 0;
+  int all_have = 0;
+  if (PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    throw Error(blinkSystemError, "MPI_Allreduce before the link probe failed");
+  }
+  if (all_have != 0) return cache.at(key);
+  return cache[key] = probeNicRates(layout, comm);
+}
+
+// "nic0 eth0 10 Gbit/s from sysfs, measured 0.94 Gbit/s (used)" for each NIC of the
+// job's first node.
+std::string nicSpeeds(const topo::Topology& t, const std::vector<double>& measured) {
+  std::ostringstream out;
+  for (topo::Edge e : t.links()) {
+    const topo::Device& nic = t.device(t.source(e));
+    if (nic.kind != topo::DeviceKind::Nic || nic.node != 0 ||
+        t.device(t.target(e)).kind != topo::DeviceKind::NetSwitch) {
+      continue;
+    }
+    const topo::Link& link = t.link(e);
+    const int k = topo::hostNicIndex(nic);
+    out << "\n  " << nic.id << " " << nic.model << " " << topo::gbitText(link.capacity())
+        << " from " << topo::toString(link.source);
+    if (k >= 0 && k < static_cast<int>(measured.size()) &&
+        link.source != topo::LinkSource::Measured && measured[static_cast<std::size_t>(k)] > 0) {
+      out << " (measured " << topo::gbitText(measured[static_cast<std::size_t>(k)])
+          << ", not lower)";
+    }
+  }
+  return out.str();
+}
+
 JobTopology fromDiscovery(const RankLayout& layout, const std::vector<Report>& reports,
-                          const std::string& mine, MPI_Comm comm) {
+                          const std::string& mine, bool probe, MPI_Comm comm) {
   const std::map<std::uint64_t, std::string> texts =
       gatherDistinctDescriptions(layout, reports, mine, comm);
+  std::vector<double> measured;
+  if (probe && layout.num_nodes > 1) measured = measuredNicRates(layout, comm);
   // Collectives are over: from here on every rank computes from the same data.
   for (int r = 0; r < layout.size; ++r) {
     if (reports[static_cast<std::size_t>(r)][kFailed] != 0) {
@@ -157,7 +206,9 @@ JobTopology fromDiscovery(const RankLayout& layout, const std::vector<Report>& r
   const topo::LinkTable table = topo::LinkTable::fromEnvironment();
   std::map<std::uint64_t, topo::Topology> parsed;
   for (const auto& [hash, text] : texts) {
-    parsed.emplace(hash, topo::fromJson(text, "node description", table));
+    topo::Topology node = topo::fromJson(text, "node description", table);
+    parsed.emplace(hash,
+                   measured.empty() ? std::move(node) : topo::withMeasuredNicRates(node, measured));
   }
   std::vector<const topo::Topology*> nodes(static_cast<std::size_t>(layout.num_nodes), nullptr);
   std::vector<topo::RankPlace> places;
@@ -184,6 +235,11 @@ JobTopology fromDiscovery(const RankLayout& layout, const std::vector<Report>& r
                                              : "discovered:" + std::to_string(layout.num_nodes));
   job.source = "discovered: " + std::to_string(layout.num_nodes) + " node(s) (" + names + "), " +
                std::to_string(texts.size()) + " distinct description(s) gathered; " + graph.binding;
+  if (probe && layout.num_nodes > 1) {
+    job.source += std::string("; BLINK_PROBE_LINKS measured ") +
+                  (measured.empty() ? "no NIC" : std::to_string(measured.size()) + " NIC(s)");
+  }
+  if (layout.num_nodes > 1) job.source += "; NICs of node 0:" + nicSpeeds(job.topology, measured);
   for (int k = 0; k < layout.num_nodes && layout.num_nodes > 1; ++k) {
     if (job.topology.find("n" + std::to_string(k) + ".vnic0")) {
       job.source += "; node " + std::to_string(k) + " has no NIC: a virtual NIC (" +
@@ -204,6 +260,7 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
   Report mine{};
   mine[kWorldRank] = static_cast<std::uint64_t>(world_rank);
   mine[kTopoSet] = spec ? 1 : 0;
+  mine[kProbe] = env::getChoice("BLINK_PROBE_LINKS") == "1" ? 1 : 0;
   std::string description;
   std::unique_ptr<Error> failure;
   if (!spec) {
@@ -228,10 +285,11 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
                      comm) != MPI_SUCCESS) {
     throw Error(blinkSystemError, "MPI_Allgather of the ranks' topology reports failed");
   }
-  int with_topo = 0;
+  int with_topo = 0, with_probe = 0;
   std::vector<int> world_rank_of;
   for (const Report& rep : reports) {
     with_topo += rep[kTopoSet] != 0 ? 1 : 0;
+    with_probe += rep[kProbe] != 0 ? 1 : 0;
     world_rank_of.push_back(static_cast<int>(rep[kWorldRank]));
   }
   if (with_topo != 0 && with_topo != layout.size) {
@@ -239,12 +297,17 @@ JobTopology jobTopology(const RankLayout& layout, MPI_Comm comm) {
                                        std::to_string(layout.size) +
                                        " ranks: set it on every rank or none");
   }
+  if (with_probe != 0 && with_probe != layout.size) {
+    throw Error(blinkInvalidInput, "BLINK_PROBE_LINKS=1 is set on " + std::to_string(with_probe) +
+                                       " of " + std::to_string(layout.size) +
+                                       " ranks: set it alike on every rank");
+  }
   JobTopology job;
   if (spec) {
     job = fromTopoVariable(layout, world_rank_of, world_size, *spec);
   } else {
     try {
-      job = fromDiscovery(layout, reports, description, comm);
+      job = fromDiscovery(layout, reports, description, with_probe != 0, comm);
     } catch (const Error&) {
       if (failure) throw *failure;  // this rank's own reason beats "failed on rank r"
       throw;

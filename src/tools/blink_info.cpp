@@ -1,5 +1,6 @@
 // blink-info: what this build of Blink is and how it is configured.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "blink/blink.h"
@@ -58,6 +59,9 @@ void printTopology() {
   }
   blink::topo::NodeDescribeOptions options;
   options.discover.table = table;
+  // This machine's network devices are its NICs, as a job's description has them
+  // (an hwloc XML describes another machine: its own NICs then).
+  if (std::getenv("HWLOC_XMLFILE") == nullptr) options.nics = blink::topo::hostNics();
   const blink::topo::Topology node = blink::topo::describeNode(options);
   const blink::topo::JobGraph job =
       blink::topo::buildJobGraph({&node}, {{0, 0, blink::topo::boundPackage()}}, table);

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -22,7 +24,120 @@ std::string firstLine(const std::string& path) {
   return line;
 }
 
+// The devices of `t` that `keep` accepts, with the links among them (each through
+// `edit`); old vertex -> new vertex in `renumber`.
+Topology copyOf(const Topology& t, const std::function<bool(const Device&)>& keep,
+                std::map<Vertex, Vertex>& renumber,
+                const std::function<Link(const Device&, const Device&, Link)>& edit = nullptr) {
+  Topology out(t.name());
+  for (Vertex v : boost::make_iterator_range(boost::vertices(t.graph()))) {
+    if (keep(t.device(v))) renumber[v] = out.addDevice(t.device(v));
+  }
+  for (Edge e : t.links()) {
+    auto s = renumber.find(t.source(e)), d = renumber.find(t.target(e));
+    if (s == renumber.end() || d == renumber.end()) continue;
+    out.addLink(s->second, d->second,
+                edit ? edit(t.device(t.source(e)), t.device(t.target(e)), t.link(e)) : t.link(e));
+  }
+  return out;
+}
+
+// Whether hwloc's NIC `d` is the network device `nic`: by OS name, or by PCI function
+// (hwloc may name an InfiniBand port's NIC ib0 where the list has mlx5_0:1).
+bool isHostNic(const Device& d, const HostNic& nic) {
+  return (!d.model.empty() && (d.model == nic.os_name || d.model == nic.device)) ||
+         (!d.pci_bus_id.empty() && d.pci_bus_id == nic.pci_bus_id);
+}
+
+// The hwloc topology with options.nics as its NICs (NodeDescribeOptions::nics).
+Topology withHostNics(const Topology& hw, const std::vector<HostNic>& nics,
+                      const LinkTable& table) {
+  std::map<Vertex, Vertex> renumber;
+  Topology out = copyOf(
+      hw, [](const Device& d) { return d.kind != DeviceKind::Nic; }, renumber);
+  for (std::size_t k = 0; k < nics.size(); ++k) {
+    const HostNic& nic = nics[k];
+    std::optional<Vertex> found;
+    for (Vertex v : boost::make_iterator_range(boost::vertices(hw.graph()))) {
+      const Device& d = hw.device(v);
+      if (d.kind == DeviceKind::Nic && isHostNic(d, nic)) {
+        found = v;
+      }
+    }
+    Device d = found ? hw.device(*found) : makeDevice("", DeviceKind::Nic, 0);
+    d.id = "nic" + std::to_string(k);
+    d.model = nic.device;
+    if (!found) d.numa = nic.numa;
+    const Vertex v = out.addDevice(d);
+    if (found) {
+      for (Edge e : hw.links()) {
+        if (hw.source(e) == *found && renumber.count(hw.target(e))) {
+          out.addLink(v, renumber.at(hw.target(e)), hw.link(e));
+        } else if (hw.target(e) == *found && renumber.count(hw.source(e))) {
+          out.addLink(renumber.at(hw.source(e)), v, hw.link(e));
+        }
+      }
+      continue;
+    }
+    // Not a PCI device hwloc shows: on the CPU of its NUMA node, else the first CPU.
+    std::optional<Vertex> cpu;
+    for (Vertex c : boost::make_iterator_range(boost::vertices(out.graph()))) {
+      const Device& dc = out.device(c);
+      if (dc.kind != DeviceKind::Cpu) continue;
+      if (!cpu || (dc.numa == nic.numa && nic.numa >= 0 && out.device(*cpu).numa != nic.numa)) {
+        cpu = c;
+      }
+    }
+    if (cpu) out.addDuplexLink(v, *cpu, table.makeLink(kVirtualNicPcie));
+  }
+  for (Vertex v : boost::make_iterator_range(boost::vertices(hw.graph()))) {
+    const Device& d = hw.device(v);
+    bool listed = false;
+    for (const HostNic& nic : nics) listed = listed || isHostNic(d, nic);
+    if (d.kind == DeviceKind::Nic && !listed) {
+      BLINK_LOG(Info, "discover: hwloc's " << d.id << " ("
+                                           << (d.model.empty() ? "no OS device" : d.model)
+                                           << ") left out: not a network device that is up here");
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+int hostNicIndex(const Device& nic) {
+  if (nic.kind != DeviceKind::Nic) return -1;
+  const auto dot = nic.id.rfind('.');
+  const std::string local = dot == std::string::npos ? nic.id : nic.id.substr(dot + 1);
+  if (local.size() < 4 || local.compare(0, 3, "nic") != 0) return -1;
+  int k = 0;
+  for (std::size_t i = 3; i < local.size(); ++i) {
+    if (local[i] < '0' || local[i] > '9' || k > 100000) return -1;
+    k = k * 10 + (local[i] - '0');
+  }
+  return k;
+}
+
+Topology withMeasuredNicRates(const Topology& node, const std::vector<double>& measured) {
+  std::map<Vertex, Vertex> renumber;
+  auto rate = [&](const Device& d) {
+    const int k = hostNicIndex(d);
+    return k >= 0 && k < static_cast<int>(measured.size()) ? measured[static_cast<std::size_t>(k)]
+                                                           : 0.0;
+  };
+  return copyOf(
+      node, [](const Device&) { return true; }, renumber,
+      [&](const Device& from, const Device& to, Link link) {
+        const bool uplink = (from.kind == DeviceKind::Nic && to.kind == DeviceKind::NetSwitch) ||
+                            (to.kind == DeviceKind::Nic && from.kind == DeviceKind::NetSwitch);
+        const double gbps = rate(from.kind == DeviceKind::Nic ? from : to);
+        if (uplink && gbps > 0.0 && gbps < link.gbps * link.multiplicity) {
+          link.gbps = gbps / link.multiplicity;
+          link.source = LinkSource::Measured;
+        }
+        return link;
+      });
+}
 
 double nicPortGbps(const std::string& sysfs_root, const std::string& os_name) {
   if (sysfs_root.empty() || os_name.empty() || os_name.find('/') != std::string::npos) return 0.0;
@@ -74,12 +189,18 @@ void addNetworkUplinks(Topology& node, const LinkTable& table,
 Topology describeNode(const NodeDescribeOptions& options) {
   Topology node = discoverLocalTopology(options.discover);
   node.setName("");
+  const bool listed = options.nics && !options.nics->empty();
+  if (listed) node = withHostNics(node, *options.nics, options.discover.table);
   addNetworkUplinks(node, options.discover.table, [&](const Device& nic) {
-    const double gbps = nicPortGbps(options.sysfs_root, nic.model);
-    BLINK_LOG(Info, "discover: " << nic.id << " (" << nic.model << ") port speed "
-                                 << (gbps > 0.0 ? std::to_string(gbps) + " GB/s from sysfs"
-                                                : std::string("unknown: ") + kDefaultNicGeneration +
-                                                      " from the link table"));
+    const int k = hostNicIndex(nic);
+    const double gbps = listed && k >= 0 && k < static_cast<int>(options.nics->size())
+                            ? (*options.nics)[static_cast<std::size_t>(k)].gbps
+                            : nicPortGbps(options.sysfs_root, nic.model);
+    BLINK_LOG(Info,
+              "discover: " << nic.id << " " << nic.model << " "
+                           << (gbps > 0.0 ? gbitText(gbps) + " from sysfs"
+                                          : std::string("speed unknown: ") + kDefaultNicGeneration +
+                                                " from the link table"));
     return gbps;
   });
   return node;

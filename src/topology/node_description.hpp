@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "topology/discover.hpp"
+#include "topology/host_nics.hpp"
 #include "topology/link_table.hpp"
 #include "topology/topology.hpp"
 
@@ -26,6 +28,15 @@ struct NodeDescribeOptions {
   // <root>/class/infiniband/<dev>/ports/1/rate); "" reads none (every NIC is then
   // kDefaultNicGeneration from the table). Tests describing an XML pass "".
   std::string sysfs_root = "/sys";
+  // The machine's network devices (host_nics.hpp), when the description is of this
+  // machine: they become the node's NICs, "nic<k>" for the k-th, with their speeds
+  // (sysfs_root is then not read). An hwloc NIC whose OS name or PCI bus id matches
+  // (an InfiniBand port's ib0 is mlx5_0's PCI function) keeps its place
+  // in the PCI tree; a device hwloc does not show (a veth, a VM's virtio NIC inside a
+  // network namespace) hangs off the CPU of its NUMA node (else cpu0) through a
+  // pcie3x16 link from the table; hwloc NICs that are not listed are dropped (the
+  // traffic between nodes cannot leave through them). Unset or empty: hwloc's NICs.
+  std::optional<std::vector<HostNic>> nics;
 };
 
 // The port speed of a NIC from its OS name (what discovery puts in Device::model:
@@ -44,11 +55,21 @@ Link nicUplink(double port_gbps, const LinkTable& table);
 void addNetworkUplinks(Topology& node, const LinkTable& table,
                        const std::function<double(const Device&)>& port_gbps_of);
 
-// discoverLocalTopology + addNetworkUplinks with speeds from sysfs. The name is
-// cleared: it would be the hostname, and identical nodes must describe identically.
+// discoverLocalTopology, the NICs of options.nics merged in, + addNetworkUplinks
+// with speeds from options.nics or sysfs; each NIC's speed and its source are logged
+// at INFO ("nic0 eth0 10 Gbit/s from sysfs"). The name is cleared: it would be the hostname, and
+// identical nodes must describe identically.
 Topology describeNode(const NodeDescribeOptions& options);
 
 // The description as it travels (topology JSON) and its 64-bit FNV-1a hash.
+// `node` (a description or a job's graph) with the uplink of every NIC whose device id
+// ends in "nic<k>" at measured[k] GB/s (source Measured) where that is lower than
+// its speed; entries <= 0 leave it.
+Topology withMeasuredNicRates(const Topology& node, const std::vector<double>& measured);
+
+// k for a NIC device "nic<k>" or "n<j>.nic<k>" (its place in host_nics order), else -1.
+int hostNicIndex(const Device& nic);
+
 std::string serializeNode(const Topology& node);
 std::uint64_t descriptionHash(std::string_view serialized);
 

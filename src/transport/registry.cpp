@@ -49,6 +49,7 @@ bool addOptionalTransports(std::vector<TransportEntry>& entries) {
                     u.local_rank_of = s.local_rank_of;
                     u.host_of = s.host_of;
                     u.timeout_seconds = s.timeout_seconds;
+                    u.nics_of_rank = s.nics_of_rank;
                     return std::make_unique<UcxTransport>(u);
                   }});
 #endif

@@ -27,6 +27,10 @@ struct TransportSetUp {
   std::vector<int> local_rank_of;      // per rank of comm: its rank within its own node
   std::vector<std::string> host_of;    // per rank of comm: its node's name (for messages)
   double timeout_seconds = 300.0;
+  // Per rank of comm: the NICs (topology/host_nics.hpp order) the plan sends its
+  // inter-node share through, one per port (plan/node_layout.hpp); empty where the
+  // plan's topology has no NIC of this machine's list (BLINK_TOPO, a virtual NIC).
+  std::vector<std::vector<int>> nics_of_rank;
 };
 
 struct TransportEntry {

@@ -24,6 +24,12 @@
 #                every rank naming a rank and host that cannot see its node's shared
 #                memory; the interposer falls back once per communicator (counted),
 #                with right results.
+#   nics         2 NICs per host, each limited to 1 Gbit/s (tc), BLINK_PROBE_LINKS=1:
+#                16 MiB AllReduces through blink_perf (results checked); each NIC
+#                of node 0 is in the graph at a measured rate below 2 Gbit/s (not
+#                the veth's 10 Gbit/s), INFO prints the rank -> NIC map (local rank
+#                i of each host on nic i), and, over ucx, each NIC of host 0 carried
+#                at least 40% of the bytes it sent (the probe's included).
 #   kill         a rank of the last host is killed (SIGKILL) during 4 MiB AllReduce
 #                calls: every other rank's call fails within BLINK_TIMEOUT_S + 2 s, a
 #                rank of another host names the dead rank and its host, every process
@@ -53,7 +59,11 @@ cleanup() {
 }
 trap cleanup EXIT
 hosts=$(($(tr -cd , <<<"$ranks" | wc -c) + 1))
-"$emulate" setup --prefix "$prefix" --hosts "$hosts"
+if [[ $case == nics ]]; then
+  "$emulate" setup --prefix "$prefix" --hosts "$hosts" --nics 2 --rate 1gbit
+else
+  "$emulate" setup --prefix "$prefix" --hosts "$hosts"
+fi
 shm_root=/dev/shm/emuhosts-$prefix
 
 fail() {
@@ -145,6 +155,37 @@ case "$case" in
     [[ $(accounting "$work/interposed.err" allreduce fallback.unavailable) -ge 1 ]] ||
       fail "the fallback was not counted"
     ! grep -q "plans differ" "$work/interposed.err" || fail "a per-call 'plans differ' message"
+    ;;
+  nics)
+    tx() { "$emulate" exec --prefix "$prefix" --host 0 cat "/sys/class/net/$1/statistics/tx_bytes"; }
+    before0=$(tx eth0) before1=$(tx eth1)
+    run nics 120 -x BLINK_PROBE_LINKS=1 -x BLINK_DEBUG=INFO "$build/perf/blink_perf" \
+      -b 16M -e 16M -n 2 -w 1 --inplace 0 -c 1 || fail "blink_perf failed (exit $?)"
+    sent0=$(($(tx eth0) - before0)) sent1=$(($(tx eth1) - before1))
+    grep -q "streams: shm within a node, $between between nodes" "$work/nics.err" ||
+      fail "streams between nodes did not take $between"
+    for k in 0 1; do
+      line=$(grep -m1 "^  n0.nic$k eth$k " "$work/nics.err") || fail "no speed line for n0.nic$k"
+      [[ $line == *" from measured"* ]] || fail "n0.nic$k is not at a measured rate: $line"
+      awk -v g="$(awk '{print $3}' <<<"$line")" 'BEGIN { exit !(g > 0 && g < 2) }' ||
+        fail "n0.nic$k measured outside 0-2 Gbit/s: $line"
+    done
+    map=$(grep -m1 "rank -> NIC" "$work/nics.err") || fail "no rank -> NIC map"
+    r=0 node=0
+    for count in $(tr , ' ' <<<"$ranks"); do
+      for ((i = 0; i < count; ++i, ++r)); do
+        [[ $map == *"rank $r (node $node) -> n$node.nic$((i % 2)) eth$((i % 2))"* ]] ||
+          fail "rank $r is not on its node's nic$((i % 2)): $map"
+      done
+      node=$((node + 1))
+    done
+    if [[ $between == ucx ]]; then
+      total=$((sent0 + sent1))
+      for sent in $sent0 $sent1; do
+        ((sent * 10 >= total * 4)) || fail "one NIC carried $sent of $total bytes: eth0 $sent0, eth1 $sent1"
+      done
+      echo "nics: host 0 sent $sent0 bytes on eth0, $sent1 on eth1"
+    fi
     ;;
   kill)
     dir=$work/kill

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "link_of.hpp"
 #include "plan/planner.hpp"
 #include "topology/job_graph.hpp"
 #include "topology/node_description.hpp"
@@ -35,16 +36,7 @@ Topology describe(const std::string& xml, const LinkTable& table = LinkTable::bu
   return describeNode(options);
 }
 
-// The one link of `kind` from a to b (by id).
-std::optional<Link> linkOf(const Topology& t, const std::string& a, const std::string& b,
-                           LinkKind kind) {
-  auto u = t.find(a), v = t.find(b);
-  if (!u || !v) return std::nullopt;
-  for (Edge e : t.linksBetween(*u, *v)) {
-    if (t.link(e).kind == kind) return t.link(e);
-  }
-  return std::nullopt;
-}
+using blink::topo::testing::linkOf;
 
 // The device ids a vertex has links to.
 std::vector<std::string> neighbours(const Topology& t, const std::string& id) {

@@ -1,8 +1,5 @@
-// The network devices of this machine that UCX can send on, one per "NIC" of the
-// inter-node phase: the active InfiniBand/RoCE ports (UCX names them mlx5_0:1) when
-// there are any, else the IPv4 interfaces that are up (eth0), loopback excluded.
-// BLINK_UCX_NICS names them instead (UCX_NET_DEVICES syntax, comma-separated), or
-// `all` for one context over whatever UCX picks by itself.
+// The network devices UCX sends on, one per "NIC" of the inter-node phase, in the
+// order of topology/host_nics.hpp (NIC k here is NIC "nic<k>" of the job's graph).
 #pragma once
 
 #include <string>
@@ -16,8 +13,8 @@ struct Nic {
   std::string speed_source;  // "sysfs", "unknown"
 };
 
-// `sysfs_root` is /sys except in tests. Never empty: without devices, one Nic with
-// device "" (UCX chooses).
-std::vector<Nic> discoverNics(const std::string& sysfs_root = "/sys");
+// Never empty: without devices (or BLINK_UCX_NICS=all), one Nic with device ""
+// (UCX chooses).
+std::vector<Nic> discoverNics();
 
 }  // namespace blink::transport

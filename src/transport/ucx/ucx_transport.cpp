@@ -440,8 +440,19 @@ UcxTransport::UcxTransport(const UcxSetUp& set_up) : set_up_(set_up) {
   if (set_up_.rank == 0) {
     std::ostringstream map;
     for (int r = 0; r < size; ++r) {
-      map << (r ? ", " : "") << "rank " << r << " channel c -> NIC ("
-          << set_up_.local_rank_of[static_cast<std::size_t>(r)] << " + c) mod " << nic_count_;
+      map << (r ? ", " : "") << "rank " << r << " -> NIC ";
+      const auto& ports = set_up_.nics_of_rank.size() > static_cast<std::size_t>(r)
+                              ? set_up_.nics_of_rank[static_cast<std::size_t>(r)]
+                              : std::vector<int>{};
+      if (ports.empty()) {
+        map << "(" << set_up_.local_rank_of[static_cast<std::size_t>(r)] << " + channel) mod "
+            << nic_count_;
+      }
+      for (std::size_t j = 0; j < ports.size(); ++j) {
+        const int n = ports[j] % nic_count_;
+        map << (j ? "/" : "") << n << " "
+            << Fabric::instance().nics()[static_cast<std::size_t>(n)].device;
+      }
     }
     BLINK_LOG(Info, "ucx: " << details() << "; streams leave by sender and channel: " << map.str());
   }
@@ -467,7 +478,12 @@ void UcxTransport::settle(double timeout_seconds) {
 }
 
 int UcxTransport::nicFor(int sender, int channel) const {
-  const int local = set_up_.local_rank_of[static_cast<std::size_t>(sender)];
+  const auto s = static_cast<std::size_t>(sender);
+  if (s < set_up_.nics_of_rank.size() && !set_up_.nics_of_rank[s].empty()) {
+    const std::vector<int>& ports = set_up_.nics_of_rank[s];
+    return ports[static_cast<std::size_t>(channel) % ports.size()] % nic_count_;
+  }
+  const int local = set_up_.local_rank_of[s];
   return static_cast<int>((static_cast<long long>(local) + channel) % nic_count_);
 }
 

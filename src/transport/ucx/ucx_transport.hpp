@@ -38,9 +38,11 @@
 // NICs: each process opens one context per NIC of its node (nic_list.hpp),
 // restricted to that device (UCX_NET_DEVICES). Every rank's worker addresses are
 // traded over MPI when a communicator is made. The stream (sender s, channel c)
-// uses NIC (local rank of s + c) mod N on both sides, N the fewest NICs of any
-// node: a node's ranks and a plan's channels (trees) spread over all its NICs,
-// round robin (the ranks of a host have no NIC nearer than another here).
+// uses, on both sides, the NIC the plan routes s's inter-node share through
+// (UcxSetUp::nics_of_rank: its port's NIC, the c-th mod its ports where it has
+// several); where the plan's topology does not name this machine's NICs (BLINK_TOPO),
+// NIC (local rank of s + c) mod N, round robin. Indices are taken mod N, N the
+// fewest NICs of any node.
 //
 // Failures: endpoints use UCX's peer error handling; a peer whose connection
 // breaks (its process died) makes every stream to or from it throw, naming the
@@ -68,6 +70,7 @@ struct UcxSetUp {
   std::vector<int> local_rank_of;    // per rank of comm: its rank within its node
   std::vector<std::string> host_of;  // per rank of comm: its node's name (messages)
   double timeout_seconds = 300.0;
+  std::vector<std::vector<int>> nics_of_rank;  // per rank: its ports' NICs (may be empty)
 };
 
 struct UcxLink;  // an endpoint to one peer worker on one NIC

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Markdown tables from perf/run_multihost.sh's CSV (medians over repetitions).
+
+Usage: summarize_multihost.py [--criterion] CSV
+
+Columns of the CSV: layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,
+algbw_gbps,busbw_gbps,wrong,rep. A configuration "ucx+ob1" holds Blink over UCX (impl
+blink) and Open MPI's ob1/tcp (impl mpi); "pmpi+ucx" Blink over PMPI and Open MPI's pml
+ucx; "predicted" the planner's predicted time (the simulator blink-sim runs).
+"""
+
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+NAMES = {
+    ("ucx+ob1", "blink"): "blink-ucx",
+    ("pmpi+ucx", "blink"): "blink-pmpi",
+    ("ucx+ob1", "mpi"): "ompi-ob1",
+    ("pmpi+ucx", "mpi"): "ompi-ucx",
+    ("predicted", "predicted"): "predicted",
+}
+
+
+def size_label(b):
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift}{unit}"
+    return str(b)
+
+
+def bus_factor(collective, ranks):
+    if collective == "allreduce":
+        return 2 * (ranks - 1) / ranks
+    if collective in ("allgather", "reducescatter"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def load(path):
+    times = defaultdict(list)  # (layout, nics, collective, bytes, name) -> [time_us]
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            name = NAMES.get((row["config"], row["impl"]))
+            if name is None or not row["time_us"]:
+                continue
+            key = (row["layout"], int(row["nics"]), row["collective"], int(row["bytes"]), name)
+            times[key].append(float(row["time_us"]))
+    return times
+
+
+def busbw(key, us):
+    layout, _, collective, size, _ = key
+    ranks = sum(int(r) for r in layout.split("+"))
+    return size / (us * 1e3) * bus_factor(collective, ranks)
+
+
+def median(times, key):
+    values = times.get(key)
+    return statistics.median(values) if values else None
+
+
+def criterion(times):
+    print("| size | Blink 1 NIC busbw | Blink 2 NICs busbw | 2 NICs / 1 NIC | predicted 2-NIC "
+          "busbw | measured / predicted | Open MPI ob1 (2 NICs) | Open MPI ucx (2 NICs) | "
+          "Blink over PMPI (2 NICs) | Blink / best Open MPI |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    sizes = sorted({k[3] for k in times if k[0] == "2+2"})
+    verdict = {"scaling": True, "prediction": True, "mpi": True}
+    for size in sizes:
+        def t(nics, name):
+            return median(times, ("2+2", nics, "allreduce", size, name))
+
+        one, two, pred = t(1, "blink-ucx"), t(2, "blink-ucx"), t(2, "predicted")
+        ob1, ucx, pmpi = t(2, "ompi-ob1"), t(2, "ompi-ucx"), t(2, "blink-pmpi")
+        if one is None or two is None:
+            continue
+        k = ("2+2", 2, "allreduce", size, "")
+        best = min(x for x in (ob1, ucx) if x is not None) if (ob1 or ucx) else None
+        cells = [
+            size_label(size),
+            f"{busbw(k, one):.3f}",
+            f"{busbw(k, two):.3f}",
+            f"{one / two:.2f}x",
+            f"{busbw(k, pred):.3f}" if pred else "n/a",
+            f"{pred / two:.0%}" if pred else "n/a",
+            f"{busbw(k, ob1):.3f}" if ob1 else "n/a",
+            f"{busbw(k, ucx):.3f}" if ucx else "n/a",
+            f"{busbw(k, pmpi):.3f}" if pmpi else "n/a",
+            f"{best / two:.2f}x" if best else "n/a",
+        ]
+        print("| " + " | ".join(cells) + " |")
+        if size >= 16 << 20:
+            verdict["scaling"] &= one / two >= 1.8
+            verdict["prediction"] &= pred is not None and pred / two >= 0.9
+        if size >= 64 << 10 and best is not None:
+            verdict["mpi"] &= best / two >= 1.0
+    print()
+    print("Bus bandwidth in GB/s (medians over the repetitions); ratios of times. Criterion: "
+          f"2 NICs >= 1.8x one NIC at >= 16 MiB: {'met' if verdict['scaling'] else 'NOT met'}; "
+          f">= 90% of the prediction at >= 16 MiB: {'met' if verdict['prediction'] else 'NOT met'}; "
+          f"at least as fast as the best Open MPI at >= 64 KiB: "
+          f"{'met' if verdict['mpi'] else 'NOT met'}.")
+
+
+def matrix(times):
+    names = ["blink-ucx", "blink-pmpi", "ompi-ob1", "ompi-ucx"]
+    print("| hosts x ranks | NICs | collective | size | " + " | ".join(names) +
+          " | best Blink / best Open MPI |")
+    print("|---|---|---|---|" + "---|" * len(names) + "---|")
+    cells = sorted({k[:4] for k in times}, key=lambda k: (k[0], k[1], k[2], k[3]))
+    for cell in cells:
+        row = {n: median(times, cell + (n,)) for n in names}
+        bw = [f"{busbw(cell + (n,), row[n]):.3f}" if row[n] else "n/a" for n in names]
+        blink = [row[n] for n in names[:2] if row[n]]
+        mpi = [row[n] for n in names[2:] if row[n]]
+        ratio = f"{min(mpi) / min(blink):.2f}x" if blink and mpi else "n/a"
+        print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {size_label(cell[3])} | " + " | ".join(bw) +
+              f" | {ratio} |")
+    print()
+    print("Bus bandwidth in GB/s (medians over the repetitions); the last column is the best "
+          "Open MPI time over the best Blink time (above 1, Blink is faster).")
+
+
+def main():
+    args = sys.argv[1:]
+    crit = "--criterion" in args
+    paths = [a for a in args if not a.startswith("--")]
+    if len(paths) != 1:
+        sys.exit(__doc__)
+    times = load(paths[0])
+    criterion(times) if crit else matrix(times)
+
+
+if __name__ == "__main__":
+    main()
