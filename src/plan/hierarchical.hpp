@@ -27,9 +27,11 @@
 //   ring AllReduce, piece by piece: each node sends 2(N-1)/N of the buffer), or from
 //   16 nodes on NCCL's double binary tree over the nodes (chunks alternate between
 //   two binary trees, a node inner in one a leaf of the other: the same traffic per
-//   node in 2 log2(N) stages instead of 2(N-1); perf/README.md: how the phases
-//   overlap, more than this depth, keeps large clusters below the NIC bound); P3
-//   AllGather from the owners.
+//   node in 2 log2(N) stages instead of 2(N-1); from 32 nodes, where each port owns
+//   one contiguous run, the run crosses the trees as one piece, its chunks front to
+//   back as the ReduceScatter releases them, the runs' trees rotated over the nodes;
+//   perf/README.md: how the pipeline's filling and draining, more than this depth,
+//   keeps large clusters below the NIC bound); P3 AllGather from the owners.
 // - Broadcast: P1 broadcast on the root's node; P2 chain broadcast of each piece from
 //   its owner there; P3 AllGather from the owners on every other node.
 // - Reduce: P1 ReduceScatter to the owners on every node but the root's; P2 chain

@@ -209,17 +209,18 @@ TEST(ClusterPlanning, DoubleBinaryTreesBetweenNodesAreCorrect) {
 
 // 1 GiB AllReduce on 16 and 32 H100 nodes, against the NIC bound. The ring chain of
 // 2(N - 1) inter-node hops predicted 0.70 and 0.47 of it; double binary trees between
-// the nodes (and contiguous runs per port from 32 nodes) lift that, but not yet to
-// 0.9: the inter-node phase alone reaches 0.98 of the bound on 16 nodes (measured
-// without the intra-node phases), the rest is lost where the intra-node ReduceScatter
-// feeds it home by home and the AllGather trails it (perf/README.md). And the plan
-// on 32 nodes stays below 400000 steps (522240 with one intra-node message per piece).
+// the nodes, and from 32 nodes each port's contiguous run streamed through them as
+// one (0.55 with a tree per piece), lift that to 0.71 and 0.67, not yet to 0.9: the
+// inter-node phase alone reaches 0.98 of the bound on 16 nodes (measured without the
+// intra-node phases), the rest is lost while the pipeline fills and drains
+// (perf/README.md). And the plan on 32 nodes stays below 400000 steps (522240 with
+// one intra-node message per piece).
 TEST(ClusterPlanning, LargeClusterAllReduceAgainstTheNicBound) {
   struct Expect {
     const char* topology;
     double at_least;  // predicted / bound
   };
-  for (const Expect& e : {Expect{"hgx-h100:16", 0.70}, Expect{"hgx-h100:32", 0.53}}) {
+  for (const Expect& e : {Expect{"hgx-h100:16", 0.70}, Expect{"hgx-h100:32", 0.65}}) {
     const auto t = zoo(e.topology);
     const std::uint64_t bytes = std::uint64_t{1} << 30;
     const auto p = plan::lowerHierarchical(Collective::AllReduce, t, bytes, 0, {});
