@@ -26,9 +26,12 @@
 // (fails at once in test_collectives: the receiver has returned to PMPI_Reduce and
 // never answers the flush), synchronous sends (plans deadlock: a receive waits for a
 // send of its own rank), staged synchronous sends acknowledged before settle()
-// returns, with every runtime wait progressing UCX (fixes the Broadcast; the
-// collectives still stall in about half the runs when an acknowledgement does not
-// leave a receiver that has returned). Every scheme in which a rank waits for a peer
+// returns, with every runtime wait progressing UCX: fixes the Broadcast; staged up
+// to 64 KiB, 40 KB messages were matched and never acknowledged (half the runs of
+// multihost.collectives stalled); staged up to 8 KiB (UCX's single-fragment eager
+// range over TCP; larger sends complete once written to the socket), the
+// collectives and rooted_loop passed 2 runs of 2, too few to make it the default.
+// Every scheme in which a rank waits for a peer
 // to answer after that peer has what it needs fails once the peer leaves Blink; the
 // fix that remains is progress that does not depend on Blink being called: a
 // progress thread per process (workers in UCS_THREAD_MODE_SERIALIZED, taken by the
