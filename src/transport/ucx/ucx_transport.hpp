@@ -10,10 +10,32 @@
 // - Every wait progresses every NIC's worker, not only the stream's.
 // - On IP interfaces sends are eager (RNDV_THRESH=inf unless UCX_RNDV_THRESH is
 //   set): a rendezvous of 40 KB sometimes never completed, both sides progressing.
-// Still open, and why it is not the default: in perf/run_small_multihost.sh (2+2
-// ranks, node leaders' Broadcast of 32 bytes back to back) the root's send never
-// left it after about 576 calls: its flush in settle() timed out while the peer
-// waited in its receive, both progressing. Not understood yet.
+// Still open, and why it is not the default: the node leaders' Broadcast of 32
+// bytes back to back across 2+2 emulated hosts stalls after some hundreds of calls
+// (tests/e2e/rooted_loop.c reproduces it in 3 runs of 3; multihost.rooted_loop.2_2
+// runs it over pmpi only). The cause, measured at the stall: settle() flushes the
+// whole worker, i.e. every endpoint, including the one to the other node's
+// non-leader, which the Broadcast never sends to; over UCX 1.13's TCP transport an
+// endpoint's flush completes only once the peer's worker has answered (the flush of
+// the endpoint to the receiving leader, which sat in its UCX receive, completed at
+// once; the one to the non-leader never did). The non-leader progresses UCX only in
+// its own settle(); when the root's flush reached it after that, it went on to wait
+// on its node's shared-memory board for its leader, the leader waited in its UCX
+// receive for the root's next Broadcast, and the root was still in its flush: a cycle.
+// Tried (branch wip-ucx17b-sync-experiment): flushing only the endpoints sent on
+// (fails at once in test_collectives: the receiver has returned to PMPI_Reduce and
+// never answers the flush), synchronous sends (plans deadlock: a receive waits for a
+// send of its own rank), staged synchronous sends acknowledged before settle()
+// returns, with every runtime wait progressing UCX: fixes the Broadcast; staged up
+// to 64 KiB, 40 KB messages were matched and never acknowledged (half the runs of
+// multihost.collectives stalled); staged up to 8 KiB (UCX's single-fragment eager
+// range over TCP; larger sends complete once written to the socket), the
+// collectives and rooted_loop passed 2 runs of 2, too few to make it the default.
+// Every scheme in which a rank waits for a peer
+// to answer after that peer has what it needs fails once the peer leaves Blink; the
+// fix that remains is progress that does not depend on Blink being called: a
+// progress thread per process (workers in UCS_THREAD_MODE_SERIALIZED, taken by the
+// collective while it runs), after which sends can stay eager and settle() empty.
 //
 // Why the tagged API: a stream is an ordered sequence of messages from one rank to
 // one peer, and the receiver always knows the size of the next one: that is exactly
