@@ -1,0 +1,267 @@
+// The hierarchical plan's composer (internal to hierarchical*.cpp; the design is in
+// hierarchical.hpp). One class whose members are defined in three files along the
+// phases: hierarchical.cpp (ownership, chunk sizes, channels and steps),
+// hierarchical_intra.cpp (node classes, their trees, the intra-node phases) and
+// hierarchical_inter.cpp (the inter-node phase: chains, double binary trees, routes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "plan/hierarchical.hpp"
+#include "plan/lower_trees.hpp"
+#include "plan/node_layout.hpp"
+#include "plan/plan_writer.hpp"
+#include "plan/range_tracker.hpp"
+#include "plan/tree_builder.hpp"
+
+namespace blink::plan::detail {
+
+using Range = ByteRange;
+
+struct Block {
+  Range range;
+  int home = 0;        // node position
+  int home_rank = -1;  // owns the whole block on its home node (AllGather/ReduceScatter)
+};
+
+struct Piece {
+  Range range;
+  std::size_t block = 0;
+  int home = 0;            // node position
+  std::vector<int> owner;  // per node position: the owning rank
+  std::vector<int> port;   // per node position: the owning port (index into its ports)
+};
+
+// a_done / a_total < b_done / b_total (totals positive).
+inline bool lessDone(std::uint64_t a_done, std::uint64_t a_total, std::uint64_t b_done,
+                     std::uint64_t b_total) {
+  return static_cast<double>(a_done) * static_cast<double>(b_total) <
+         static_cast<double>(b_done) * static_cast<double>(a_total);
+}
+
+struct NodeTrees {
+  std::vector<detail::LoweredTree> trees;
+  std::map<int, std::vector<std::size_t>> by_root;  // rank -> indices into trees
+  std::string note;
+};
+class Composer {
+ public:
+  Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
+           const treegen::PackOptions& pack, std::size_t max_transfers)
+      : plan_(plan),
+        t_(t),
+        options_(options),
+        pack_(pack),
+        layout_(nodeLayout(t)),
+        b_(plan, t, options),
+        tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)),
+        max_transfers_(max_transfers) {}
+
+  void run(Collective c, int root_rank);
+
+ private:
+  static constexpr int kPhase = 1024;
+  // From this many nodes on, AllReduce's inter-node phase runs double binary trees
+  // (1 GiB on hgx-h100: below, the ring chain predicts faster, 241 against 237 GB/s
+  // on 3 nodes, 191 against 183 on 8; 152 against 148 on 16).
+  static constexpr int kInterTreeMinNodes = 16;
+  // From this many nodes on, AllReduce's ports own contiguous runs (whole cuts):
+  // 1 GiB on hgx-h100:32, 328704 steps instead of 522240, 0.55 of the NIC bound
+  // instead of 0.57; below, the pieces' own chunks predict faster (hgx-h100:8: 191
+  // against 182 GB/s).
+  static constexpr int kWholeCutsMinNodes = 32;
+
+  std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
+  int localCount(int k) const { return static_cast<int>(layout_.ranks[k].size()); }
+
+  // Pieces: the common refinement of every node's cut of every block.
+  void buildPieces(const std::vector<Block>& blocks);
+
+  // ---- intra-node phases ----
+
+  const NodeTrees& allGatherTrees(int k);
+
+  NodeTrees broadcastTrees(int k, int root_rank);
+
+  // ---- node classes ----
+  //
+  // Nodes built alike (same devices in the same order, same links) are one class: their
+  // trees are packed once, on the class's own form of the node, and mapped onto each
+  // node. On a cluster of identical nodes that is one packing per collective shape,
+  // however many nodes there are.
+
+  // A node's sub-topology as its class sees it: devices named by position on node 0,
+  // GPUs numbered 0.. in order, with the way back to the node's own GPUs and vertices.
+  struct ClassTopology {
+    topo::Topology sub;
+    std::vector<topo::Vertex> to_full;  // class vertex -> vertex of the whole topology
+    std::vector<int> gpu_of_local;      // class gpu_index -> gpu_index in the whole topology
+    std::string key;                    // equal for nodes of one class
+  };
+
+  static ClassTopology classTopology(const NodeTopology& node);
+
+  // The trees of a class (root: a class gpu_index, -1 for AllGather), packed on its
+  // first node and kept for the others.
+  const treegen::TreeSet& classTrees(const ClassTopology& c, int root_local);
+
+  // A class's trees on one node of it: its vertices and GPUs.
+  static treegen::TreeSet onNode(treegen::TreeSet set, const ClassTopology& c);
+
+  // Node k's links for its trees: without the hops of its ports' routes to their NICs
+  // (so the trees leave the PCIe lanes to the network) when its GPUs stay connected
+  // without them, else all of them.
+  NodeTopology intraTopology(int k);
+
+  NodeTrees lowered(const treegen::TreeSet& set);
+
+  // Node k: what each local rank owns among the pieces `which` accepts, over the node's
+  // allgather trees rooted at it: up (reduced to the owner) or down (from it).
+  void intraOwned(int k, const std::function<bool(const Piece&)>& which, bool up, int channel_base);
+
+  // Node k: each local rank's own segment (block r: the pieces of it) over the
+  // allgather trees rooted at it.
+  void intraSegments(int k, bool up, int channel_base);
+
+  // The root's node: the whole buffer (every piece) over the node's broadcast trees
+  // from the root, on options.channels_per_tree channels each.
+  void intraWhole(int k, int root_rank, bool up, int channel_base);
+
+  // The ranges of each root (pieces) are dealt out to the root's trees chunk by chunk,
+  // each next chunk to the tree that would finish it first at its weight (stride
+  // scheduling), from the piece least done: as the inter-node chains move every piece
+  // at once, front to back, each tree then works on what they produce or need next,
+  // in proportion to its weight, instead of one tree's contiguous share or one piece
+  // holding up the others.
+  //
+  // Each tree has channels_per_tree channels (as in lower_trees.cpp: the trees of one
+  // root alone, not those of every root at once, which fill each other's gaps) when its
+  // part makes kMinChunksPerChannel chunks: each with an equal part of the tree's rate as
+  // its share and its chunks, its first chunk k/channels of one so that the channels
+  // take turns waiting out a step's latency.
+  void intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
+             int channel_base, int channels_per_tree = 1);
+
+  void treePass(const detail::LoweredTree& tree, int channel, Range c, bool up);
+
+  // ---- the inter-node phase ----
+
+  // Every piece's chains, their chunks interleaved over the pieces (least done first),
+  // as the intra-node phases produce and consume them.
+  void chains(bool reduce, bool broadcast, int channel_base);
+
+  // What the inter-node phase moves: the pieces, or (AllReduce over double binary
+  // trees with whole cuts) each port's contiguous run of pieces as one, so a run's
+  // chunks stream through the trees front to back as the intra-node ReduceScatter
+  // releases them (1 GiB on hgx-h100:32: 0.67 of the NIC bound instead of 0.55, in
+  // half the CPU time); the runs' trees are rotated (their "home") so that their
+  // roots spread over the nodes.
+  std::vector<Piece> interRuns(bool allreduce) const;
+
+  struct Hop {
+    int from = 0, to = 0;  // ranks
+    int route = 0;
+    int channel = 0;
+    bool reduce = false;
+  };
+  struct Chain {
+    // The hops a chunk takes, in order (reductions first).
+    std::vector<std::vector<Hop>> ways;
+    std::size_t first_way = 0;  // chunk i takes ways[(first_way + i) % size]
+    std::vector<Range> chunks;
+  };
+
+  // Whether AllReduce's inter-node phase runs double binary trees over the nodes.
+  bool interTrees(int nodes) const { return nodes >= kInterTreeMinNodes; }
+
+  // The inter-node stages a chunk passes: the chain's hops, or for double binary trees
+  // twice the height of the trees (heap order: position i under (i - 1) / 2).
+  int interDepth(Collective c, int nodes) const;
+
+  // Piece p among its owners. A chain, node after node from its home: a reduce chain
+  // ending at the home node, then (or only) a broadcast chain starting there. For
+  // AllReduce on kInterTreeMinNodes nodes or more, NCCL's double binary tree instead:
+  // the piece's chunks alternate between two binary trees over the nodes (heap order
+  // from the home node, and its mirror image), each reduced to its root and broadcast
+  // back; a node inner in one tree is a leaf of the other, so every node sends and
+  // receives as much as in the chain, at every moment, while a chunk passes
+  // 2 log2(N) stages instead of 2(N - 1). Each hop has its own channel per tree, home
+  // node and sending port, so the ports of one GPU (and the pieces of different
+  // homes) move at once.
+  Chain chain(const Piece& p, bool reduce, bool broadcast, int channel_base);
+
+  // The rate of hop h's route per port that shares its busier NIC.
+  double hopGbps(const Hop& h);
+
+  // ---- channel shares ----
+
+  // Channel `channel` moves at `gbps` (the largest rate given for it).
+  void setShare(int channel, double gbps);
+
+  // The channels renumbered densely (in order, so every message keeps its place among
+  // those of its sender, receiver and channel), each with its share
+  // (Plan::channel_shares): an intra-node tree's channel its packed rate, an
+  // inter-node hop's its route's rate per port, as in the flat tree plans. Without a
+  // share for some used channel (a tree packed without a rate) the plan keeps equal
+  // shares.
+  void assignShares();
+
+  // BLINK_CHUNK_BYTES, else the alpha-beta rule for `bytes` over the whole pipeline
+  // (pipeline_depth_ stages) at this phase's latency and rate.
+  std::uint64_t chunkFor(double latency_s, double gbps, std::uint64_t bytes) const;
+  std::uint64_t chunkFor(double latency_s, double gbps, std::uint64_t bytes,
+                         std::uint64_t floor) const;
+
+  int maxPorts() const;
+
+  // How many ports of node k use the NIC of port j (at least 1).
+  int nicShare(int k, int j) const;
+
+  // Port j of node k to port jm of node m: GPU -> its NIC -> network switches -> the
+  // peer's NIC -> peer GPU.
+  int interRoute(int k, int j, int m, int jm);
+
+  // ---- steps ----
+
+  int reversed(int route);
+
+  // One message: a Send on `from` and its Recv (or RecvReduce) on `to`, each depending
+  // on what its rank did earlier to the same bytes.
+  void transfer(int from, int to, int channel, Range r, int route, bool reduce);
+
+  void describe();
+
+  Plan& plan_;
+  const topo::Topology& t_;
+  const LowerOptions& options_;
+  const treegen::PackOptions& pack_;
+  NodeLayout layout_;
+  detail::Builder b_;
+  std::vector<RangeTracker> tracks_;
+  std::vector<Piece> pieces_;
+  std::vector<std::vector<std::size_t>> owned_;  // rank -> pieces it owns
+  std::map<int, NodeTrees> ag_trees_;
+  std::map<std::pair<std::string, int>, treegen::TreeSet> class_trees_;  // (class, root)
+  std::map<int, std::string> intra_links_;  // node position -> which links its trees use
+  NodeTrees root_trees_;
+  std::map<std::tuple<int, int, int, int>, int> inter_routes_;
+  std::map<int, int> share_;  // inter-node route -> ports sharing its busier NIC
+  std::map<int, int> reversed_;
+  std::map<int, double> channel_share_;  // channel (before renumbering) -> GB/s
+  std::uint64_t largest_chunk_ = 0;
+  int pipeline_depth_ = 2;
+  std::size_t max_transfers_ = 0;  // HierarchicalOptions::max_transfers
+  std::uint64_t chunk_floor_ = 0;  // the smallest chunk that keeps within it
+  bool whole_cuts_ = false;        // nodes cut the whole buffer among their ports
+  bool runs_ = false;              // AllReduce moves each port's run between nodes as one
+  std::uint64_t inter_floor_ = 0;  // with runs_: the inter-node phase's smallest chunk
+};
+
+}  // namespace blink::plan::detail
