@@ -42,6 +42,13 @@ void Composer::run(Collective c, int root_rank) {
       break;
     case Collective::AllGather:
     case Collective::ReduceScatter:
+      // From kGatherWholeCutsMinNodes nodes on, each node cuts the whole buffer among
+      // its ports, its own segments too (so each port's pieces form a few contiguous
+      // runs, which the intra-node trees move in chunks spanning segments, and its
+      // runs of one home cross the nodes as one), over two binary trees from their
+      // home instead of a chain (see chain()).
+      whole_cuts_ = nodes >= kGatherWholeCutsMinNodes;
+      one_way_trees_ = whole_cuts_;
       for (int r = 0; r < plan_.num_ranks; ++r) {
         blocks.push_back(
             {{plan_.segmentOffset(r), plan_.segmentBytes(r)}, layout_.node_of_rank[r], r});
@@ -78,10 +85,14 @@ void Composer::run(Collective c, int root_rank) {
     // they get half the budget of their own instead of chunks sized for the
     // intra-node phases' far larger count (14 MiB at 128 H100 nodes, 1 GiB: a
     // pipeline of 9 chunks through 14 stages, 0.34 of the NIC bound; 3.6 MiB: 0.50).
-    if (runs_) {
-      inter_floor_ = static_cast<std::uint64_t>(static_cast<double>(plan_.bytes) * chain_hops /
-                                                (static_cast<double>(max_transfers_) / 2.0)) /
-                     es * es;
+    // AllGather/ReduceScatter runs over binary trees get a quarter of it (3.6 MiB at
+    // 128 H100 nodes: 0.30 of the bound in 6 CPU s; 1.8 MiB: 0.34 in 10 s, 0.9 MiB:
+    // 0.39 in 51 s, the simulator's rate updates growing with the flows in flight).
+    if (runs_ || one_way_trees_) {
+      const double budget = static_cast<double>(max_transfers_) / (runs_ ? 2.0 : 4.0);
+      inter_floor_ =
+          static_cast<std::uint64_t>(static_cast<double>(plan_.bytes) * chain_hops / budget) / es *
+          es;
     }
   }
 
@@ -147,7 +158,11 @@ void Composer::buildPieces(const std::vector<Block>& blocks) {
     for (int k = 0; k < nodes; ++k) {
       const auto& ports = layout_.ports[static_cast<std::size_t>(k)];
       for (std::size_t j = 0; j < ports.size(); ++j) {
-        if (k != block.home || block.home_rank < 0 || ports[j].rank == block.home_rank) {
+        // With whole cuts every port shares it on its home node too: P1 first gathers
+        // (or P3 reduces) the node's own segments on every local rank, so the pieces a
+        // port sends out (or receives) are contiguous runs of the home's segments.
+        if (k != block.home || block.home_rank < 0 || whole_cuts_ ||
+            ports[j].rank == block.home_rank) {
           sharing[k].push_back(static_cast<int>(j));
         }
       }

@@ -8,7 +8,8 @@
 //   from 32 nodes on, V stripes (V the most ports any node has), each cut so;
 // - Broadcast / Reduce: one block, homed on the root's node;
 // - AllGather / ReduceScatter: one block per rank (its segment, Plan::segmentOffset),
-//   homed on the rank's node and owned there by the rank itself.
+//   homed on the rank's node and owned there by the rank itself (from 64 nodes: by
+//   the ports of the whole cut, like every other node).
 // Every node k cuts every block (AllReduce from 32 nodes: the whole buffer) into V_k near-equal
 // contiguous parts, V_k its ports (NodeLayout: one per GPU, more where NICs outnumber
 // GPUs), part j owned by its j-th port (except where the rank itself owns its segment
@@ -37,9 +38,13 @@
 // - Reduce: P1 ReduceScatter to the owners on every node but the root's; P2 chain
 //   reduce of each piece to its owner on the root's node; P3 reduce to the root.
 // - AllGather: P1 AllGather of the node's own segments; P2 chain broadcast of each
-//   piece from its home rank; P3 AllGather of the pieces received.
+//   piece from its home rank; P3 AllGather of the pieces received. From 64 nodes the
+//   ports cut the whole buffer, the home node's too: the pieces of one home and port
+//   cross the nodes as one run, broadcast over two binary trees rooted at the home
+//   (nodes at an even distance from it inner in one, at an odd distance in the other).
 // - ReduceScatter: P1 ReduceScatter of the pieces homed elsewhere; P2 chain reduce of
-//   each piece to its home rank; P3 ReduceScatter of the node's own segments.
+//   each piece to its home rank (from 64 nodes: runs reduced over the two trees to
+//   the home's port); P3 ReduceScatter of the node's own segments.
 //
 // Routes of P2: from a GPU to the NIC of the owning port (fewest hops, widest among
 // them), across the network switches to the peer port's NIC, and to the peer GPU; a

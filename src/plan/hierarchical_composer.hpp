@@ -77,6 +77,13 @@ class Composer {
   // instead of 0.57; below, the pieces' own chunks predict faster (hgx-h100:8: 191
   // against 182 GB/s).
   static constexpr int kWholeCutsMinNodes = 32;
+  // From this many nodes on, AllGather and ReduceScatter cut the whole buffer too,
+  // their runs crossing the nodes over binary trees. 1 GiB AllGather: hgx-h100:128
+  // plans and simulates in 6 CPU s with 413376 steps (0.30 of the NIC bound), where
+  // a piece of every segment per port made about 17 M steps (stopped past 300 s);
+  // on hgx-h100:32 the pieces per port predict 0.50 against 0.48 for the runs (at
+  // 1047616 steps against 308736, 2.6 against 1.1 CPU s), so they stay below.
+  static constexpr int kGatherWholeCutsMinNodes = 64;
 
   std::uint64_t es() const { return static_cast<std::uint64_t>(options_.element_size); }
   int localCount(int k) const { return static_cast<int>(layout_.ranks[k].size()); }
@@ -260,8 +267,9 @@ class Composer {
   std::size_t max_transfers_ = 0;  // HierarchicalOptions::max_transfers
   std::uint64_t chunk_floor_ = 0;  // the smallest chunk that keeps within it
   bool whole_cuts_ = false;        // nodes cut the whole buffer among their ports
+  bool one_way_trees_ = false;     // AllGather/ReduceScatter: pieces over two binary trees
   bool runs_ = false;              // AllReduce moves each port's run between nodes as one
-  std::uint64_t inter_floor_ = 0;  // with runs_: the inter-node phase's smallest chunk
+  std::uint64_t inter_floor_ = 0;  // runs_ or one_way_trees_: the inter-node smallest chunk
 };
 
 }  // namespace blink::plan::detail

@@ -41,16 +41,20 @@ void Composer::chains(bool reduce, bool broadcast, int channel_base) {
 
 std::vector<Piece> Composer::interRuns(bool allreduce) const {
   const int nodes = static_cast<int>(layout_.node_ids.size());
-  if (!(allreduce && runs_)) return pieces_;
+  if (!(allreduce && runs_) && !one_way_trees_) return pieces_;
   std::vector<Piece> runs;
   for (const Piece& p : pieces_) {
+    // AllReduce's runs span homes (they get homes of their own below); the others'
+    // data starts (or ends) at its home.
     if (!runs.empty() && runs.back().owner == p.owner &&
+        (allreduce || runs.back().home == p.home) &&
         runs.back().range.first + runs.back().range.second == p.range.first) {
       runs.back().range.second += p.range.second;
       continue;
     }
     runs.push_back(p);
   }
+  if (!allreduce) return runs;  // AllGather/ReduceScatter: the data is at its home
   for (std::size_t i = 0; i < runs.size(); ++i) {
     runs[i].home = static_cast<int>(i * static_cast<std::size_t>(nodes) / runs.size());
   }
@@ -58,11 +62,10 @@ std::vector<Piece> Composer::interRuns(bool allreduce) const {
 }
 
 int Composer::interDepth(Collective c, int nodes) const {
-  if (c == Collective::AllReduce && interTrees(nodes)) {
-    int height = 0;
-    while ((2 << height) <= nodes) ++height;  // floor(log2(nodes))
-    return 2 * height;
-  }
+  int height = 0;
+  while ((2 << height) <= nodes) ++height;  // floor(log2(nodes))
+  if (c == Collective::AllReduce && interTrees(nodes)) return 2 * height;
+  if (one_way_trees_) return height;
   return (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
 }
 
@@ -88,6 +91,32 @@ Composer::Chain Composer::chain(const Piece& p, bool reduce, bool broadcast, int
       for (int i = nodes - 1; i >= 1; --i) hop(way, tree, node(i), node((i - 1) / 2), true);
       for (int i = 1; i < nodes; ++i) hop(way, tree, node((i - 1) / 2), node(i), false);
     }
+  } else if (one_way_trees_ && reduce != broadcast) {
+    // AllGather / ReduceScatter with whole cuts: a port's pieces come from a few
+    // neighbouring homes, so a chain from each home would leave the far half of the
+    // ring idle until the first chunks arrive (hgx-h100:32 AllGather: 0.30 of the NIC
+    // bound). Two binary trees rooted at the home instead (log2 N stages), with the
+    // nodes at an even distance from the home inner in the first and those at an odd
+    // distance inner in the second: as a home's pieces alternate between the trees,
+    // every node forwards about one copy of each, whoever the home is.
+    const int evens = (nodes + 1) / 2, odds = nodes / 2;
+    for (int tree = 0; tree < 2; ++tree) {
+      auto node = [&](int i) {
+        int offset = 0;
+        if (tree == 0) {
+          offset = i < evens ? 2 * i : 2 * (i - evens) + 1;
+        } else if (i > 0) {
+          offset = i <= odds ? 2 * i - 1 : 2 * (i - odds);
+        }
+        return (p.home + offset) % nodes;
+      };
+      std::vector<Hop>& way = out.ways.emplace_back();
+      if (reduce) {
+        for (int i = nodes - 1; i >= 1; --i) hop(way, tree, node(i), node((i - 1) / 2), true);
+      } else {
+        for (int i = 1; i < nodes; ++i) hop(way, tree, node((i - 1) / 2), node(i), false);
+      }
+    }
   } else {
     auto node = [&](int i) { return (p.home + i) % nodes; };
     std::vector<Hop>& way = out.ways.emplace_back();
@@ -106,8 +135,8 @@ Composer::Chain Composer::chain(const Piece& p, bool reduce, bool broadcast, int
       gbps = std::min(gbps, hopGbps(h));
     }
   }
-  const std::uint64_t chunk =
-      chunkFor(latency, gbps, p.range.second, runs_ ? inter_floor_ : chunk_floor_);
+  const std::uint64_t chunk = chunkFor(latency, gbps, p.range.second,
+                                       runs_ || one_way_trees_ ? inter_floor_ : chunk_floor_);
   // The trees take turns chunk by chunk, and piece by piece (pieces of one chunk):
   // the pieces of a home on neighbouring ports start on different trees.
   out.first_way = static_cast<std::size_t>(p.home + p.port[static_cast<std::size_t>(p.home)]);

@@ -183,15 +183,21 @@ TEST(ClusterPlanning, ClusterBaselinesAreCorrect) {
 
 namespace {
 
-// 32 nodes of hgx-h100 with `per_node(k)` GPUs on node k: where AllReduce's inter-node
-// phase runs double binary trees and each port owns one contiguous run.
+// `nodes` nodes of hgx-h100 with `per_node(k)` GPUs on node k.
 template <typename PerNode>
-topo::Topology thirtyTwoNodes(PerNode per_node) {
+topo::Topology h100Nodes(int nodes, PerNode per_node) {
   std::vector<int> gpus;
-  for (int k = 0; k < 32; ++k) {
+  for (int k = 0; k < nodes; ++k) {
     for (int g = 0; g < per_node(k); ++g) gpus.push_back(8 * k + g);
   }
-  return zoo("hgx-h100:32").restrictToGpus(gpus);
+  return zoo("hgx-h100:" + std::to_string(nodes)).restrictToGpus(gpus);
+}
+
+// 32 nodes: where AllReduce's inter-node phase runs double binary trees and each port
+// owns one contiguous run.
+template <typename PerNode>
+topo::Topology thirtyTwoNodes(PerNode per_node) {
+  return h100Nodes(32, per_node);
 }
 
 TEST(ClusterPlanning, DoubleBinaryTreesBetweenNodesAreCorrect) {
@@ -203,6 +209,26 @@ TEST(ClusterPlanning, DoubleBinaryTreesBetweenNodesAreCorrect) {
          {std::uint64_t{4} * 7 * static_cast<std::uint64_t>(n), std::uint64_t{4} * 3}) {
       expectProven(plan::lowerHierarchical(Collective::AllReduce, *t, bytes, 0, smallChunks()),
                    t->name() + " allreduce of " + std::to_string(bytes) + " bytes");
+    }
+  }
+}
+
+// From 64 nodes AllGather and ReduceScatter cut the whole buffer among each node's
+// ports (the home node's too) and move each home's runs over two binary trees rooted
+// at the home: proven by the symbolic executor with equal and unequal GPU counts per
+// node (one GPU with eight NICs, two, three), with segments that are uneven or empty.
+TEST(ClusterPlanning, GatherRunsOverBinaryTreesAreCorrect) {
+  const auto two = h100Nodes(64, [](int) { return 2; });
+  const auto mixed = h100Nodes(64, [](int k) { return 1 + k % 3; });
+  for (const auto* t : {&two, &mixed}) {
+    const auto n = static_cast<std::uint64_t>(t->gpus().size());
+    for (Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+      for (std::uint64_t bytes :
+           {std::uint64_t{4} * 7 * n, std::uint64_t{4} * (3 * n + 5), std::uint64_t{4} * 3}) {
+        const auto p = plan::lowerHierarchical(c, *t, bytes, 0, smallChunks());
+        expectProven(
+            p, t->name() + " " + plan::toString(c) + " of " + std::to_string(bytes) + " bytes");
+      }
     }
   }
 }
