@@ -3,7 +3,8 @@
 // plan stays within a message budget, predicting within a few percent of the chunk
 // rule alone; past kFlatClusterMaxGpus the planner leaves flat trees out; and the
 // baselines are what NCCL runs there: one ring per NIC, double binary trees between
-// nodes, every plan proven by the symbolic executor.
+// nodes, every plan proven by the symbolic executor; from 64 nodes AllGather and
+// ReduceScatter move runs over binary trees, proven the same way.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -216,7 +217,7 @@ TEST(ClusterPlanning, DoubleBinaryTreesBetweenNodesAreCorrect) {
 // From 64 nodes AllGather and ReduceScatter cut the whole buffer among each node's
 // ports (the home node's too) and move each home's runs over two binary trees rooted
 // at the home: proven by the symbolic executor with equal and unequal GPU counts per
-// node (one GPU with eight NICs, two, three), with segments that are uneven or empty.
+// node (two everywhere; one, two or three), with segments that are uneven or empty.
 TEST(ClusterPlanning, GatherRunsOverBinaryTreesAreCorrect) {
   const auto two = h100Nodes(64, [](int) { return 2; });
   const auto mixed = h100Nodes(64, [](int k) { return 1 + k % 3; });
