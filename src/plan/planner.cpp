@@ -158,9 +158,14 @@ void equalSharesWhereFaster(Plan& h, double& seconds, const topo::Topology& t,
 // kCoarserChunkTries times, and the fastest simulated is kept. 2 hosts x 2 ranks,
 // 2 NICs at 0.95 Gbit/s each (the issue-17 criterion's graph), AllReduce of 64 KiB:
 // the rule's chunks (14780 bytes within a node, 3508 between nodes) make 36 steps per
-// rank, predicted 514 us; whole pieces 12 steps, 430 us (measured: ...).
+// rank, predicted 514 us; whole pieces 12 steps, 430 us (measured across emulated
+// hosts: perf/README.md, "Mid sizes across hosts").
 constexpr std::uint64_t kCoarserChunkStep = 4;
 constexpr int kCoarserChunkTries = 3;
+// A coarser plan replaces the rule's only when predicted at least this much faster:
+// closer predictions are within what the model knows of the links (2 MiB on that
+// graph: 12014 us against 12022).
+constexpr double kCoarserChunkMinGain = 0.01;
 // Only where the rule's plan is small: each try costs a lowering and a simulation,
 // seconds on large clusters at large sizes, where the rule's chunks are already long.
 constexpr std::size_t kCoarserChunkMaxSteps = std::size_t{1} << 16;
@@ -200,7 +205,8 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
     largest = coarser_largest;
     double coarser_seconds = timedSimulate(coarser, t, o.sim).seconds;
     equalSharesWhereFaster(coarser, coarser_seconds, t, o);
-    if (coarser_seconds < seconds) {
+    if (coarser_seconds < seconds &&
+        coarser_seconds < rule_seconds * (1.0 - kCoarserChunkMinGain)) {
       h = std::move(coarser);
       seconds = coarser_seconds;
       replaced = true;
