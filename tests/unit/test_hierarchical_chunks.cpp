@@ -5,6 +5,8 @@
 // steps per rank; whole pieces simulate faster with a third of the steps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "plan/hierarchical.hpp"
