@@ -7,6 +7,7 @@
 #   perf/run_multihost.sh --matrix [--build-dir DIR] [--reps N] [--prefix P]
 #       [--layouts "1,1 2,2 1,1,1,1 2,2,2,2"] [--nics "1 2"] [--rate 1gbit]
 #       [--collectives "allreduce broadcast allgather"] [--sizes "1K 256M"]
+#   perf/run_multihost.sh --calls [--build-dir DIR] [--reps N] [--prefix P] [--sizes "64K 1M"]
 #   perf/run_multihost.sh [--ranks 2,2] [--nics K] [--rate RATE] [--transport pmpi|ucx]
 #       [-- BLINK_PERF_ARGS...]          (one blink_perf job, its table on stdout)
 #
@@ -28,6 +29,14 @@
 #   Open MPI configuration with Blink's ratio to the best. The criterion (issue 17):
 #   at >= 16 MiB 2 NICs >= 1.8x one NIC and >= 90% of the prediction; at every
 #   size >= 64 KiB Blink at least as fast as the best Open MPI.
+# --calls (about a minute per repetition): 2 hosts x 2 ranks, 2 NICs at 1gbit, AllReduce
+#   float32 at --sizes (default "64K 128K 256K 1M"), perf/multihost_call_times: 100 calls
+#   each alone (a 3 ms pause before each refills tc's bucket), Blink and PMPI
+#   alternated call by call, in both configurations, --reps 3 by default. Writes
+#   perf/results/multihost_calls.csv and .md: per size and configuration the median
+#   over the repetitions of each one's minimum and median call time, and their ratios.
+#   The minimum is what a call costs when the machine lets it run: on a loaded machine
+#   it says more than blink_perf's averages of three calls.
 # --matrix: every layout x NIC count x collective (default sizes 1K-256M, --reps 1),
 #   perf/results/multihost.csv, .md and .png (perf/plot_multihost.py).
 set -euo pipefail
@@ -39,9 +48,10 @@ sizes="1K 256M"
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --criterion) mode=criterion; shift ;;
     --matrix) mode=matrix; shift ;;
+    --calls) mode=calls; shift ;;
     --build-dir) build=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --nics) nics=$2; nic_counts=$2; shift 2 ;;
@@ -135,6 +145,38 @@ print("2+2,2,predicted,predicted,allreduce,%d,float32,sum,0,%s,,,,%s" % (d["byte
 fi
 
 # --matrix
+if [[ $mode == calls ]]; then
+  reps=${reps:-3} rate=${rate:-1gbit} p=${prefix:0:6}k
+  [[ $sizes == "1K 256M" ]] && sizes="64K 128K 256K 1M"
+  calls_bin=$build/perf/multihost_call_times
+  [[ -x $calls_bin ]] || { echo "run_multihost.sh: no $calls_bin (build it)" >&2; exit 1; }
+  set_up+=("$p")
+  "$emulate" setup --prefix "$p" --hosts 2 --nics 2 --rate "$rate"
+  csv=$root/perf/results/multihost_calls.csv
+  echo "config,impl,bytes,calls,min_us,median_us,wrong,rep" >"$csv"
+  for ((rep = 1; rep <= reps; ++rep)); do
+    order=(ucx+ob1 pmpi+ucx)
+    ((rep % 2 == 0)) && order=(pmpi+ucx ucx+ob1)
+    for config in "${order[@]}"; do
+      echo "calls: rep $rep, $config" >&2
+      blink_transport=ucx mpi=(--mca pml ob1 --mca btl tcp,vader,self)
+      if [[ $config == pmpi+ucx ]]; then
+        blink_transport=pmpi
+        mpi=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^tcp
+          -x UCX_NET_DEVICES=eth0,eth1)
+      fi
+      "$emulate" run --prefix "$p" --ranks 2,2 "${mpi[@]}" \
+        -x BLINK_TRANSPORT=between=$blink_transport -x BLINK_PROBE_LINKS=1 \
+        "$calls_bin" $sizes 2>>"$log" |
+        awk -F, -v pre="$config" -v rep="$rep" 'NR > 1 { print pre "," $0 "," rep }' >>"$csv"
+    done
+  done
+  /usr/bin/python3 "$root/perf/summarize_multihost.py" --calls "$csv" \
+    >"$root/perf/results/multihost_calls.md"
+  cat "$root/perf/results/multihost_calls.md"
+  exit
+fi
+
 reps=${reps:-1} rate=${rate:-1gbit}
 read -r lo hi <<<"$sizes"
 csv=$root/perf/results/multihost.csv

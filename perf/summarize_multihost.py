@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Markdown tables from perf/run_multihost.sh's CSV (medians over repetitions).
 
-Usage: summarize_multihost.py [--criterion] CSV
+Usage: summarize_multihost.py [--criterion | --calls] CSV
+
+With --calls the CSV is perf/run_multihost.sh --calls's: config,impl,bytes,calls,min_us,
+median_us,wrong,rep (per-call minimum and median of perf/multihost_call_times).
 
 Columns of the CSV: layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,
 algbw_gbps,busbw_gbps,wrong,rep. A configuration "ucx+ob1" holds Blink over UCX (impl
@@ -123,14 +126,42 @@ def matrix(times):
           "Open MPI time over the best Blink time (above 1, Blink is faster).")
 
 
+def calls(path):
+    """Per size and configuration: medians over the repetitions of each one's minimum and
+    median call time, and MPI's over Blink's (above 1, Blink is faster)."""
+    seen = defaultdict(lambda: defaultdict(list))  # (bytes, config) -> column -> values
+    wrong = 0
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            key = (int(row["bytes"]), row["config"])
+            seen[key][row["impl"] + " min"].append(float(row["min_us"]))
+            seen[key][row["impl"] + " median"].append(float(row["median_us"]))
+            wrong += int(row["wrong"] or 0)
+    print("| size | configuration | Blink min | Open MPI min | min: MPI / Blink "
+          "| Blink median | Open MPI median | median: MPI / Blink |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (b, config) in sorted(seen):
+        m = {k: statistics.median(v) for k, v in seen[(b, config)].items()}
+        print(f"| {size_label(b)} | Blink {NAMES[(config, 'blink')][6:]}, Open MPI "
+              f"{NAMES[(config, 'mpi')][5:]} | {m['blink min']:.0f} | {m['mpi min']:.0f} "
+              f"| {m['mpi min'] / m['blink min']:.2f} | {m['blink median']:.0f} "
+              f"| {m['mpi median']:.0f} | {m['mpi median'] / m['blink median']:.2f} |")
+    print()
+    print("AllReduce float32, 2 hosts x 2 ranks, 2 NICs at 1 Gbit/s; per-call times in us "
+          "(medians over the repetitions); Blink's results against PMPI's: "
+          + ("all equal." if wrong == 0 else f"{wrong} elements differ."))
+
+
 def main():
     args = sys.argv[1:]
-    crit = "--criterion" in args
     paths = [a for a in args if not a.startswith("--")]
     if len(paths) != 1:
         sys.exit(__doc__)
+    if "--calls" in args:
+        calls(paths[0])
+        return
     times = load(paths[0])
-    criterion(times) if crit else matrix(times)
+    criterion(times) if "--criterion" in args else matrix(times)
 
 
 if __name__ == "__main__":

@@ -128,6 +128,99 @@ void addTreePlan(std::vector<std::pair<Plan, double>>& out, Collective c,
   out.push_back(treePlan(c, trees, t, bytes, o));
 }
 
+// A hierarchical plan's channels' shares (the trees' packed rates) mostly help, but
+// not always (1 GiB on dgx1-v100:2, Reduce: 22714 us, 22503 with equal shares;
+// AllReduce over GPUs 0-2 + 8-12: 40156 us, 36855): the same plan with equal shares
+// replaces `h` (predicted `seconds`) when it simulates faster. (Tried where flat trees
+// are: past that a simulation costs seconds.)
+void equalSharesWhereFaster(Plan& h, double& seconds, const topo::Topology& t,
+                            const PlannerOptions& o) {
+  if (h.channel_shares.empty() || !flatTreesWorthTrying(t)) return;
+  Plan equal = h;
+  equal.channel_shares.clear();
+  const double equal_seconds = timedSimulate(equal, t, o.sim).seconds;
+  if (equal_seconds < seconds) {
+    std::ostringstream note;
+    note << "equal channel shares: predicted " << equal_seconds * 1e6 << " us instead of "
+         << seconds * 1e6 << " us with the trees' packed rates";
+    equal.notes.push_back(note.str());
+    h = std::move(equal);
+    seconds = equal_seconds;
+  }
+}
+
+// The chunk rule (chooseChunkBytes) sizes each phase's chunks for one pipeline of
+// the plan's depth at the phase's rate, as if nothing else used its links. In the
+// hierarchical plan every home's pieces cross the NICs at once, in both directions,
+// so the links stay busy with fewer, larger chunks, and every chunk is one more
+// message, with its latency, between nodes. So the plan is also lowered with fixed
+// chunks kCoarserChunkStep times the last one's largest, up to whole pieces, at most
+// kCoarserChunkTries times, and the fastest simulated is kept. 2 hosts x 2 ranks,
+// 2 NICs at 0.95 Gbit/s each (the issue-17 criterion's graph), AllReduce of 64 KiB:
+// the rule's chunks (14780 bytes within a node, 3508 between nodes) make 36 steps per
+// rank, predicted 514 us; whole pieces 12 steps, 430 us (measured across emulated
+// hosts: perf/README.md, "Mid sizes across hosts").
+constexpr std::uint64_t kCoarserChunkStep = 4;
+constexpr int kCoarserChunkTries = 3;
+// A coarser plan replaces the rule's only when predicted at least this much faster:
+// closer predictions are within what the model knows of the links (2 MiB on that
+// graph: 12014 us against 12022).
+constexpr double kCoarserChunkMinGain = 0.01;
+// Only where the rule's plan is small: each try costs a lowering and a simulation,
+// seconds on large clusters at large sizes, where the rule's chunks are already long.
+constexpr std::size_t kCoarserChunkMaxSteps = std::size_t{1} << 16;
+
+std::size_t stepCount(const Plan& p) {
+  std::size_t steps = 0;
+  for (const auto& rank : p.ranks) steps += rank.steps.size();
+  return steps;
+}
+
+std::uint64_t largestMessage(const Plan& p) {
+  std::uint64_t largest = 0;
+  for (const auto& rank : p.ranks) {
+    for (const Step& s : rank.steps) {
+      if (s.kind == StepKind::Send) largest = std::max(largest, s.bytes);
+    }
+  }
+  return largest;
+}
+
+// `h` (predicted `seconds`), lowered with the chunk rule, replaced by the same plan
+// with coarser fixed chunks where one simulates faster. Not with a fixed chunk size
+// (BLINK_CHUNK_BYTES: the caller's choice).
+void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo::Topology& t,
+                              std::uint64_t bytes, int root_rank, const PlannerOptions& o) {
+  if (o.lower.chunk_bytes > 0 || stepCount(h) > kCoarserChunkMaxSteps) return;
+  const double rule_seconds = seconds;
+  const std::uint64_t rule_largest = largestMessage(h);
+  std::uint64_t largest = rule_largest;
+  bool replaced = false;
+  LowerOptions fixed = o.lower;
+  for (int i = 0; i < kCoarserChunkTries && largest > 0 && largest < bytes; ++i) {
+    fixed.chunk_bytes = std::min(largest * kCoarserChunkStep, bytes);
+    Plan coarser = lowerHierarchical(c, t, bytes, root_rank, fixed, o.pack);
+    const std::uint64_t coarser_largest = largestMessage(coarser);
+    if (coarser_largest <= largest) break;  // no message grew: whole pieces already
+    largest = coarser_largest;
+    double coarser_seconds = timedSimulate(coarser, t, o.sim).seconds;
+    equalSharesWhereFaster(coarser, coarser_seconds, t, o);
+    if (coarser_seconds < seconds &&
+        coarser_seconds < rule_seconds * (1.0 - kCoarserChunkMinGain)) {
+      h = std::move(coarser);
+      seconds = coarser_seconds;
+      replaced = true;
+    }
+  }
+  if (replaced) {
+    std::ostringstream note;
+    note << "chunks of up to " << h.chunk_bytes << " bytes (" << stepCount(h)
+         << " steps): predicted " << seconds * 1e6 << " us instead of " << rule_seconds * 1e6
+         << " us with the chunk rule's (messages of up to " << rule_largest << " bytes)";
+    h.notes.push_back(note.str());
+  }
+}
+
 }  // namespace
 
 bool flatTreesWorthTrying(const topo::Topology& t) {
@@ -187,24 +280,8 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     try {
       Plan h = lowerHierarchical(c, t, bytes, root_rank, o.lower, o.pack);
       double seconds = timedSimulate(h, t, o.sim).seconds;
-      // Its channels' shares (the trees' packed rates) mostly help, but not always
-      // (1 GiB on dgx1-v100:2, Reduce: 22714 us, 22503 with equal shares; AllReduce
-      // over GPUs 0-2 + 8-12: 40156 us, 36855): the same plan with equal shares is kept
-      // when it simulates faster.
-      // (Tried where flat trees are: past that a simulation costs seconds.)
-      if (!h.channel_shares.empty() && flatTreesWorthTrying(t)) {
-        Plan equal = h;
-        equal.channel_shares.clear();
-        const double equal_seconds = timedSimulate(equal, t, o.sim).seconds;
-        if (equal_seconds < seconds) {
-          std::ostringstream note;
-          note << "equal channel shares: predicted " << equal_seconds * 1e6 << " us instead of "
-               << seconds * 1e6 << " us with the trees' packed rates";
-          equal.notes.push_back(note.str());
-          h = std::move(equal);
-          seconds = equal_seconds;
-        }
-      }
+      equalSharesWhereFaster(h, seconds, t, o);
+      coarserChunksWhereFaster(h, seconds, c, t, bytes, root_rank, o);
       out.emplace_back(std::move(h), seconds);
     } catch (const Error& e) {
       if (e.status() == blinkInternalError) {

@@ -29,7 +29,9 @@
 #                of node 0 is in the graph at a measured rate below 2 Gbit/s (not
 #                the veth's 10 Gbit/s), INFO prints the rank -> NIC map (local rank
 #                i of each host on nic i), and, over ucx, each NIC of host 0 carried
-#                at least 40% of the bytes it sent (the probe's included).
+#                at least 40% of the bytes it sent (the probe's included); then every
+#                collective at 64-256 KiB, results checked (AllReduce of 64 KiB takes the
+#                hierarchical plan, its chunks chosen by simulation).
 #   rooted_loop  tests/rooted_loop: 3000 Broadcasts of 32 bytes from rank 0 back to
 #                back, 3000 Reduces to it, the same rooted on the last rank (of the
 #                last host); then the same calls through PMPI_*, every result
@@ -185,6 +187,18 @@ case "$case" in
       done
       node=$((node + 1))
     done
+    # Mid sizes, where the planner picks the hierarchical plan's chunks by simulation
+    # (whole pieces at 64 KiB on this graph): every collective's results checked;
+    # AllReduce takes the hierarchical plan (the others may take a ring on unequal
+    # nodes, where it is predicted faster).
+    for coll in allreduce broadcast reduce allgather reducescatter; do
+      run "mid_$coll" 120 -x BLINK_PROBE_LINKS=1 -x BLINK_DEBUG=INFO "$build/perf/blink_perf" \
+        --collective "$coll" -b 64K -e 256K -n 2 -w 1 -c 1 ||
+        fail "blink_perf $coll 64K-256K failed (exit $?)"
+    done
+    first=$(grep -m1 "decided allreduce of 65536 bytes" "$work/mid_allreduce.err") ||
+      fail "no decision for the AllReduce of 64 KiB"
+    [[ $first == *": hierarchical ("* ]] || fail "AllReduce of 64 KiB: $first"
     if [[ $between == ucx ]]; then
       total=$((sent0 + sent1))
       for sent in $sent0 $sent1; do
