@@ -80,13 +80,13 @@ Communicator::Communicator(MPI_Comm comm) {
           node_.board_capacity, node_.direct_min,    fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
           staging_max_,         fnv1a(forced_text_), fnv1a(transports_.describe())};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
-      for (int i = 0; i < kSettings; ++i) {
+      for (std::size_t i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
         mine[2 * i + 1] = ~values[i];  // the maximum of both is the minimum of the first
       }
       allreduceWithin(mine, all, 2 * kSettings, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
                       "agreeing on the BLINK_* settings of the paths");
-      for (int i = 0; i < kSettings; ++i) {
+      for (std::size_t i = 0; i < kSettings; ++i) {
         if (all[2 * i] != mine[2 * i] || all[2 * i + 1] != mine[2 * i + 1]) {
           throw CollectiveError(blinkInvalidUsage,
                                 std::string(names[i]) +
@@ -137,6 +137,7 @@ Communicator::Communicator(MPI_Comm comm) {
       }
     }
     std::vector<std::string> host_of;
+    host_of.reserve(static_cast<std::size_t>(layout_.size));
     for (int r = 0; r < layout_.size; ++r) {
       host_of.push_back(layout_.node_names[static_cast<std::size_t>(
           layout_.node_of_rank[static_cast<std::size_t>(r)])]);
