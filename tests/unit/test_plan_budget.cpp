@@ -75,7 +75,7 @@ TEST(PlanBudget, EveryCollectiveOnTheCompleteGraphOf64GetsACorrectPlan) {
                  plan::Collective::ReduceScatter, plan::Collective::AllReduce}) {
     plan::PlannerOptions options;
     options.pack.budget = workBudget(6'000'000);
-    const auto choice = plan::choosePlan(c, k64, 64 * 4096, 0, options);
+    const auto choice = plan::choosePlan(c, k64, std::uint64_t{64} * 4096, 0, options);
     EXPECT_TRUE(options.pack.budget->exhausted()) << plan::toString(c);
     const auto proof = plan::runSymbolic(choice.plan);
     EXPECT_TRUE(proof.ok) << plan::toString(c) << " " << choice.plan.algorithm << ": "
@@ -88,7 +88,8 @@ TEST(PlanBudget, NoUsableTreesFallBackToTheBaselinesEvenForTreesOnly) {
   plan::PlannerOptions options;
   options.allow_baselines = false;
   options.pack.budget = workBudget(1);  // spent by the first max-flow
-  const auto choice = plan::choosePlan(plan::Collective::AllGather, k64, 64 * 4096, 0, options);
+  const auto choice =
+      plan::choosePlan(plan::Collective::AllGather, k64, std::uint64_t{64} * 4096, 0, options);
   EXPECT_EQ(choice.plan.algorithm, "ring") << choice.why;
   EXPECT_TRUE(plan::runSymbolic(choice.plan).ok);
 }

@@ -33,6 +33,7 @@ using treegen::Capacity;
 void expectOptimalPacking(int n, const std::vector<CapacitatedEdge>& edges,
                           const treegen::SpanningTreePacking& packing) {
   std::vector<treegen::UndirectedEdge> weighted;
+  weighted.reserve(edges.size());
   for (const auto& e : edges) weighted.push_back({e.u, e.v, static_cast<double>(e.capacity)});
   const double sigma = treegen::graphStrength(n, weighted).strength;
   ASSERT_FALSE(packing.cut_short);

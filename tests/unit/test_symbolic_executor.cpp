@@ -185,7 +185,7 @@ TEST(SymbolicExecutor, RingAllReduce2And4Ranks) {
   expectOk(ring(Collective::AllReduce, 4, 64));
   // Uneven segments (10 elements of 4 bytes over 4 ranks: 3, 3, 2, 2) and chunks.
   expectOk(ring(Collective::AllReduce, 4, 40, 4, 2));
-  expectOk(ring(Collective::AllReduce, 3, 4 * 17, 4, 3));
+  expectOk(ring(Collective::AllReduce, 3, std::uint64_t{4} * 17, 4, 3));
 }
 
 TEST(SymbolicExecutor, RingReduceScatterAndAllGather) {
@@ -372,7 +372,7 @@ TEST(SymbolicExecutor, LargeRingRunsEveryStep) {
   // 8 ranks, 1000 chunks per segment: 8 * 2 * 7 * 1000 * 2 = 224k steps. How fast it
   // runs is perf's business (a timed assertion here failed on loaded machines); a
   // run that went quadratic would meet the ctest timeout.
-  const Plan p = ring(Collective::AllReduce, 8, 8 * 1000 * 4, 4, 1000);
+  const Plan p = ring(Collective::AllReduce, 8, std::uint64_t{8} * 1000 * 4, 4, 1000);
   ASSERT_EQ(p.numSteps(), 224000u);
   const SymbolicResult r = runSymbolic(p);
   EXPECT_TRUE(r.ok) << r.error;
