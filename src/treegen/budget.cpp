@@ -9,11 +9,6 @@
 namespace blink::treegen {
 namespace {
 
-std::chrono::steady_clock::duration safetyNet(double millis) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double, std::milli>(millis * Budget::kSafetyFactor));
-}
-
 double checkedMillis(double millis) {
   if (!(millis > 0.0) || !std::isfinite(millis)) {
     throw Error(blinkInvalidArgument,
@@ -26,32 +21,19 @@ double checkedMillis(double millis) {
 }  // namespace
 
 Budget::Budget(double millis)
-    : Budget(static_cast<std::int64_t>(std::min(checkedMillis(millis) * kWorkPerMilli, 9e18)),
-             millis) {}
+    : Budget(
+          Work{static_cast<std::int64_t>(std::min(checkedMillis(millis) * kWorkPerMilli, 9e18))}) {}
 
-Budget::Budget(std::int64_t work, double millis)
-    : millis_(checkedMillis(millis)),
-      limit_(std::max<std::int64_t>(work, 1)),
-      allowed_(safetyNet(millis)) {}
+Budget::Budget(Work work) : limit_(std::max<std::int64_t>(work.units, 1)) {}
 
-Budget::ActiveSpan::ActiveSpan(Budget& budget) : budget_(budget) {
-  if (budget_.open_spans_++ == 0) budget_.span_start_ = Clock::now();
-}
-
-Budget::ActiveSpan::~ActiveSpan() {
-  if (--budget_.open_spans_ == 0) budget_.used_ += Clock::now() - budget_.span_start_;
+Budget Budget::ofWork(std::int64_t work) {
+  return Budget(Work{work});
 }
 
 bool Budget::spend(std::int64_t work) {
   if (exhausted_) return false;
   spent_ += std::max<std::int64_t>(work, 0);
   if (spent_ > limit_) exhausted_ = true;
-  if (spent_ >= next_clock_check_) {
-    next_clock_check_ = spent_ + kClockStride;
-    Clock::duration used = used_;
-    if (open_spans_ > 0) used += Clock::now() - span_start_;
-    if (used > allowed_) exhausted_ = by_clock_ = true;
-  }
   return !exhausted_;
 }
 

@@ -115,10 +115,6 @@ void settleBudget(TreeSet& set, const Budget& budget, std::int64_t spent_before,
        << " work units, BLINK_PLAN_BUDGET_MS or --budget-ms): " << set.rate_gbps << " of "
        << set.bound_gbps << " GB/s";
   if (set.rate_gbps <= 0.0) note << ", no usable trees";
-  if (budget.byClock()) {
-    note << "; cut by the wall-clock safety net, so ranks may disagree (a busy machine: raise "
-            "BLINK_PLAN_BUDGET_MS)";
-  }
   set.notes.push_back(note.str());
   // Once per process and message: a runtime plans every size of every collective.
   static std::mutex mutex;
@@ -237,7 +233,6 @@ TreeSet packBroadcast(const topo::Topology& topology, int root_gpu, const PackOp
   PackingGraph g = buildPackingGraph(topology, options.links);
   const int root = packingIndexOfGpu(topology, g, root_gpu);
   const SharedBudget budget = budgetFor(options);
-  const Budget::ActiveSpan active(*budget);
   const std::int64_t spent_before = budget->spent();
   g.budget = budget.get();
   if (!g.unit_note.empty()) set.notes.push_back(g.unit_note);
@@ -299,7 +294,6 @@ TreeSet packAllGather(const topo::Topology& topology, const PackOptions& options
     return set;
   }
   const SharedBudget budget = budgetFor(options);
-  const Budget::ActiveSpan active(*budget);
   const std::int64_t spent_before = budget->spent();
   g.budget = budget.get();
   std::vector<int> weakest;
@@ -388,7 +382,6 @@ TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& o
   }
   set.root_gpu = topology.device(g.topo_vertex[0]).gpu_index;
   const SharedBudget budget = budgetFor(options);
-  const Budget::ActiveSpan active(*budget);
   const std::int64_t spent_before = budget->spent();
   g.budget = budget.get();
   std::vector<RouteEdge> edges = undirectedEdges(g);
@@ -404,6 +397,7 @@ TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& o
         splitOffSwitchesUndirected(g, edges, topology, &unpaired_halved, &scale, true);
     auto strength = [&](const std::vector<RouteEdge>& split) {
       std::vector<UndirectedEdge> weighted;
+      weighted.reserve(split.size());
       for (const auto& e : split) {
         weighted.push_back({e.u, e.v, static_cast<double>(e.capacity)});
       }
@@ -425,6 +419,7 @@ TreeSet packReduceBroadcast(const topo::Topology& topology, const PackOptions& o
     }
   }
   std::vector<CapacitatedEdge> capacities;
+  capacities.reserve(edges.size());
   for (const auto& e : edges) capacities.push_back({e.u, e.v, e.capacity});
   const SpanningTreePacking packed = packSpanningTrees(g.num_terminals, capacities, g.budget);
   if (!packed.cut_short) {

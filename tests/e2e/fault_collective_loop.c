@@ -6,7 +6,9 @@
  *   result.R  "STATUS SECONDS_SINCE_EPOCH MESSAGE" when a call failed (STATUS: the
  *             blinkResult_t number, 5 for blinkTimeout)
  * After a failure a rank does not finalize MPI (a peer is gone): it lingers until
- * the script ends the job, for at most LINGER seconds, then exits 3.
+ * the script ends the job or every rank has written its result (a failure all ranks
+ * met together: exiting at once would let mpirun kill a rank still writing), for at
+ * most LINGER seconds, then exits 3.
  * Usage: fault_collective_loop DIR allreduce|broadcast|allgather BYTES LINGER */
 #include <blink/blink.h>
 #include <mpi.h>
@@ -37,6 +39,15 @@ static void writeFile(const char* dir, const char* what, int rank, const char* t
     perror(path);
     exit(2);
   }
+}
+
+static int everyResultWritten(const char* dir, int ranks) {
+  char path[4096];
+  for (int r = 0; r < ranks; ++r) {
+    snprintf(path, sizeof path, "%s/result.%d", dir, r);
+    if (access(path, F_OK) != 0) return 0;
+  }
+  return 1;
 }
 
 static double now(void) {
@@ -85,6 +96,8 @@ int main(int argc, char** argv) {
   snprintf(text, sizeof text, "%d %.3f %s\n", (int)rc, now(), blinkGetLastError());
   writeFile(dir, "result", rank, text);
   fprintf(stderr, "rank %d: %s", rank, text);
-  for (int waited = 0; waited < linger; ++waited) sleep(1);
+  for (int waited = 0; waited < 10 * linger && !everyResultWritten(dir, ranks); ++waited) {
+    usleep(100000);
+  }
   return 3;
 }

@@ -2,8 +2,8 @@
 // where the exact packer needs seconds, every collective still gets a plan that the
 // symbolic executor proves correct, the tree sets say the budget ran out, and a
 // budget cut gives the same trees and the same plan hash every time (ranks compare
-// plan hashes). Budgets here are work counts with a generous wall-clock net, so
-// the outcome does not depend on how fast the test machine is.
+// plan hashes). Budgets are work counts (no clock), so the outcome does not
+// depend on how fast or how loaded the test machine is.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -38,9 +38,9 @@ topo::Topology completeGraph(int n) {
   return t;
 }
 
-// A budget of exactly `work` units; the wall-clock net is far away.
+// A budget of exactly `work` units.
 treegen::SharedBudget workBudget(std::int64_t work) {
-  return std::make_shared<treegen::Budget>(work, 600'000.0);
+  return std::make_shared<treegen::Budget>(treegen::Budget::ofWork(work));
 }
 
 treegen::PackOptions withWork(std::int64_t work, treegen::Method method = treegen::Method::Exact) {
@@ -75,7 +75,7 @@ TEST(PlanBudget, EveryCollectiveOnTheCompleteGraphOf64GetsACorrectPlan) {
                  plan::Collective::ReduceScatter, plan::Collective::AllReduce}) {
     plan::PlannerOptions options;
     options.pack.budget = workBudget(6'000'000);
-    const auto choice = plan::choosePlan(c, k64, 64 * 4096, 0, options);
+    const auto choice = plan::choosePlan(c, k64, std::uint64_t{64} * 4096, 0, options);
     EXPECT_TRUE(options.pack.budget->exhausted()) << plan::toString(c);
     const auto proof = plan::runSymbolic(choice.plan);
     EXPECT_TRUE(proof.ok) << plan::toString(c) << " " << choice.plan.algorithm << ": "
@@ -88,7 +88,8 @@ TEST(PlanBudget, NoUsableTreesFallBackToTheBaselinesEvenForTreesOnly) {
   plan::PlannerOptions options;
   options.allow_baselines = false;
   options.pack.budget = workBudget(1);  // spent by the first max-flow
-  const auto choice = plan::choosePlan(plan::Collective::AllGather, k64, 64 * 4096, 0, options);
+  const auto choice =
+      plan::choosePlan(plan::Collective::AllGather, k64, std::uint64_t{64} * 4096, 0, options);
   EXPECT_EQ(choice.plan.algorithm, "ring") << choice.why;
   EXPECT_TRUE(plan::runSymbolic(choice.plan).ok);
 }
@@ -143,7 +144,7 @@ TEST(PlanBudget, MinimizeStopsWithTheBudgetAndKeepsTheRate) {
   o.method = treegen::Method::Mwu;
   const auto full = treegen::packBroadcast(t, 0, o);
   auto cut = full;
-  treegen::Budget tiny(std::int64_t{1}, 600'000.0);
+  treegen::Budget tiny = treegen::Budget::ofWork(1);
   treegen::minimizeTrees(cut, 0.0, &tiny);
   EXPECT_TRUE(tiny.exhausted());
   EXPECT_NEAR(cut.rate_gbps, full.rate_gbps, 1e-9 * full.rate_gbps);

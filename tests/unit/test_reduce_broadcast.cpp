@@ -33,6 +33,7 @@ using treegen::Capacity;
 void expectOptimalPacking(int n, const std::vector<CapacitatedEdge>& edges,
                           const treegen::SpanningTreePacking& packing) {
   std::vector<treegen::UndirectedEdge> weighted;
+  weighted.reserve(edges.size());
   for (const auto& e : edges) weighted.push_back({e.u, e.v, static_cast<double>(e.capacity)});
   const double sigma = treegen::graphStrength(n, weighted).strength;
   ASSERT_FALSE(packing.cut_short);
@@ -108,7 +109,7 @@ TEST(SpanningTreePacker, ABudgetTooSmallStopsEveryRankAlike) {
   for (int u = 0; u < 8; ++u) {
     for (int v = u + 1; v < 8; ++v) edges.push_back({u, v, 3 + (u * v) % 7});
   }
-  treegen::Budget a(std::int64_t{500}, 60'000.0), b(std::int64_t{500}, 60'000.0);
+  treegen::Budget a = treegen::Budget::ofWork(500), b = treegen::Budget::ofWork(500);
   const auto first = treegen::packSpanningTrees(8, edges, &a);
   const auto second = treegen::packSpanningTrees(8, edges, &b);
   EXPECT_TRUE(first.cut_short);

@@ -16,7 +16,7 @@ using namespace blink;
 
 treegen::PackOptions withBudget(std::int64_t work) {
   treegen::PackOptions o;
-  o.budget = std::make_shared<treegen::Budget>(work, 600000.0);
+  o.budget = std::make_shared<treegen::Budget>(treegen::Budget::ofWork(work));
   return o;
 }
 

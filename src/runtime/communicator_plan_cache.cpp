@@ -1,0 +1,219 @@
+// Communicator: how each call runs, decided collectively at its first use and
+// cached (see communicator.hpp), and the node algorithms a decision sets up.
+#include <chrono>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "common/mpi_wait.hpp"
+#include "plan/planner.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/communicator_detail.hpp"
+#include "runtime/memory_type.hpp"
+
+namespace blink::runtime {
+namespace {
+
+using communicator_detail::agree;
+using communicator_detail::fnv1a;
+
+// Enough for every size a training loop or benchmark sweep uses; the oldest plan
+// goes first (every rank makes the same calls, so every rank evicts the same one).
+constexpr std::size_t kMaxCachedPlans = 64;
+
+}  // namespace
+
+Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uint64_t bytes,
+                                                    int element_size, int root_plan,
+                                                    bool on_device) {
+  const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan, on_device};
+  // Every call passes here, the board's sub-microsecond ones too: no allocation, no
+  // scan, and for a repeated call not even the map.
+  if (last_choice_ != nullptr && key == last_key_) return *last_choice_;
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru_position);
+    last_key_ = key;
+    last_choice_ = &it->second;
+    return it->second;
+  }
+  checkUsable();
+  const auto start = std::chrono::steady_clock::now();
+  CachedChoice cp;
+  for (;;) {
+    std::unique_ptr<Error> failure;
+    try {
+      const log::QuietInfo quiet(layout_.rank != 0);  // every rank decides the same
+      plan::PlannerOptions options;
+      options.lower = plan::lowerOptionsFromEnvironment();
+      options.lower.element_size = element_size;
+      options.flat_trees_across_nodes = false;  // nothing between nodes paces (planner.hpp)
+      NodeAlgorithms node = node_;
+      if (on_device) priceForDeviceBuffers(node, options);
+      AlgorithmChoice choice =
+          chooseAlgorithm({c, bytes, root_plan}, job_.topology, node, forced_, options);
+      cp.algorithm = choice.algorithm;
+      cp.why = choice.why;
+      cp.predicted_seconds = choice.seconds;
+      cp.plan = std::move(choice.plan);
+      if (runsPlan(cp.algorithm)) {
+        const int me = job_.plan_rank_of[static_cast<std::size_t>(layout_.rank)];
+        cp.program = compileProgram(cp.plan, me, [this, on_device](int plan_rank) {
+          const int peer = job_.comm_rank_of[static_cast<std::size_t>(plan_rank)];
+          const bool local = layout_.node_of_rank[static_cast<std::size_t>(peer)] == layout_.node;
+          if (on_device) return PeerRoute{peer, device_transport_.get()};
+          return PeerRoute{peer, local ? within_node_ : between_nodes_};
+        });
+        cp.program.comm_rank = layout_.rank;
+      }
+    } catch (const Error& e) {
+      failure = std::make_unique<Error>(e);
+    }
+    // One reduction tells every rank whether all decided and whether alike.
+    const std::uint64_t hash =
+        failure ? 0 : fnv1a(toString(cp.algorithm)) ^ (runsPlan(cp.algorithm) ? cp.plan.hash() : 0);
+    std::uint64_t mine[3] = {failure ? 1u : 0u, hash, ~hash}, all[3] = {0, 0, 0};
+    allreduceWithin(mine, all, 3, MPI_UINT64_T, MPI_MAX, comm_, timeout_s_,
+                    "agreeing on how to run " + plan::toString(c));
+    if (failure) throw CollectiveError(failure->status(), failure->what());
+    if (all[0] != 0)
+      throw CollectiveError(blinkInvalidUsage, "choosing the algorithm failed on another rank");
+    if (all[1] != hash || all[2] != ~hash) {
+      throw CollectiveError(blinkInvalidUsage,
+                            "the ranks chose differently for " + plan::toString(c) + " of " +
+                                std::to_string(bytes) +
+                                " bytes: every rank must see the same BLINK_* settings and "
+                                "topology");
+    }
+    if (runsPlan(cp.algorithm) || ensureNodeAlgorithm(cp.algorithm)) break;
+    // The board or the direct path could not be made (on every rank): choose again.
+  }
+  if (runsPlan(cp.algorithm)) {
+    std::unique_ptr<Error> stream_failure;
+    try {
+      if (on_device) {
+        StreamNeeds needs = streamNeeds(cp.program, device_transport_.get());
+        device_transport_->ensureStreams(needs.sends, needs.recvs);
+      } else {
+        for (const auto& transport : transport_objects_) {
+          StreamNeeds needs = streamNeeds(cp.program, transport.get());
+          transport->ensureStreams(needs.sends, needs.recvs);
+        }
+      }
+    } catch (const Error& e) {
+      stream_failure = std::make_unique<Error>(e);
+    }
+    try {
+      agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
+    } catch (const CollectiveError& e) {
+      if (!on_device) throw;
+      // A CUDA error (IPC, an allocation) met by every rank together before any data
+      // moved: device buffers then have no path here, as where there is no GPU, and
+      // the interposer hands the call to a CUDA-aware MPI or refuses it.
+      device_path_ = false;
+      device_off_ = std::string("the device data path failed to set up: ") + e.what();
+      throw MemoryTypeError(e.status(), device_off_);
+    }
+  }
+  ++plans_built_;
+  cp.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  planning_seconds_ += cp.planning_seconds;
+  if (first_planning_seconds_ < 0.0) first_planning_seconds_ = cp.planning_seconds;
+  if (layout_.rank == 0) {
+    BLINK_LOG(Info, "decided " << cp.why << " [" << cp.planning_seconds * 1e3 << " ms to decide]");
+    if (runsPlan(cp.algorithm)) {
+      for (const auto& note : cp.plan.notes) BLINK_LOG(Info, "plan: " << note);
+    }
+  }
+  lru_.push_front(key);
+  cp.lru_position = lru_.begin();
+  if (lru_.size() > kMaxCachedPlans) {
+    cache_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  CachedChoice& made = cache_.emplace(key, std::move(cp)).first->second;
+  last_key_ = key;
+  last_choice_ = &made;
+  return made;
+}
+
+bool Communicator::ensureNodeAlgorithm(Algorithm algorithm) {
+  if (algorithm == Algorithm::Board && !one_shot_) {
+    try {
+      one_shot_ =
+          std::make_unique<algorithms::ShmOneShot>(node_comm_, node_.board_capacity, timeout_s_);
+    } catch (const Error& e) {
+      // Every rank failed together (the board agrees before it returns).
+      if (e.status() == blinkTimeout) throw;
+      if (layout_.rank == 0) {
+        BLINK_LOG(Warn,
+                  "the one-shot board for small collectives is unavailable (" << e.what() << ")");
+      }
+      node_.board_capacity = 0;
+      node_.board_off = std::string("it could not be set up: ") + e.what();
+      return false;
+    }
+  }
+  if (algorithm == Algorithm::Leaders && !leaders_) return ensureLeaders();
+  if (algorithm == Algorithm::Direct && !direct_) {
+    algorithms::NodeCollectivesChoice made = algorithms::makeNodeCollectives(
+        node_comm_, staging_max_, cross_memory_allowed_, timeout_s_, layout_.rank == 0);
+    if (!made.mover) {
+      if (layout_.rank == 0) {
+        BLINK_LOG(Info, "the direct path for large collectives is off (" << made.why_not << ")");
+      }
+      node_.direct_off = "it could not be set up: " + made.why_not;
+      node_.direct_min = 0;
+      return false;
+    }
+    direct_ = std::move(made.mover);
+    if (layout_.rank == 0) BLINK_LOG(Info, "direct path: " << direct_->describe());
+  }
+  return true;
+}
+
+bool Communicator::ensureLeaders() {
+  // Each node's board fails on its ranks together, the streams on some ranks only:
+  // every rank learns of any failure, so all drop the algorithm together.
+  auto agreed = [&](const std::unique_ptr<Error>& failure, const char* stage) {
+    int ok = failure ? 0 : 1, all_ok = 0;
+    allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_, timeout_s_, stage);
+    if (all_ok != 0) return true;
+    node_.leaders = false;
+    node_.leaders_off = std::string("it could not be set up: ") +
+                        (failure ? failure->what() : "it failed on another rank");
+    if (layout_.rank == 0) BLINK_LOG(Warn, "the node leaders' algorithm is unavailable: " << stage);
+    leaders_.reset();
+    return false;
+  };
+  std::unique_ptr<Error> failure;
+  try {
+    if (layout_.local_size > 1 && !one_shot_) {
+      one_shot_ =
+          std::make_unique<algorithms::ShmOneShot>(node_comm_, node_.board_capacity, timeout_s_);
+    }
+    leaders_ = std::make_unique<algorithms::NodeLeaders>(
+        one_shot_.get(), *between_nodes_,
+        algorithms::NodeLeaders::Layout{layout_.rank, layout_.node_of_rank,
+                                        layout_.local_rank_of_rank},
+        node_.board_capacity, timeout_s_);
+  } catch (const Error& e) {
+    if (e.status() == blinkTimeout) throw;
+    failure = std::make_unique<Error>(e);
+  }
+  if (!agreed(failure, "setting up the boards of the node leaders")) return false;
+  try {
+    const auto keys = leaders_->streamsNeeded();
+    between_nodes_->ensureStreams(keys, keys);
+  } catch (const Error& e) {
+    if (e.status() == blinkTimeout) throw;
+    failure = std::make_unique<Error>(e);
+  }
+  if (!agreed(failure, "setting up the streams between node leaders")) return false;
+  if (layout_.rank == 0) {
+    BLINK_LOG(Info, "node leaders: the board on each node, rounds between "
+                        << layout_.num_nodes << " leaders over " << between_nodes_->name());
+  }
+  return true;
+}
+
+}  // namespace blink::runtime
