@@ -82,6 +82,13 @@ const std::vector<Variable>& registry() {
        "with that rate where it is below the nominal one (rate-limited or virtual NICs); "
        "`BLINK_DEBUG=INFO` shows each NIC's speed and its source (`measured`). Set it alike on "
        "every rank."},
+      {"BLINK_PACE_BETWEEN_NODES", Kind::Choice, "0|1", "0",
+       "1: streams between nodes are paced by the plan's channel shares, as the simulator "
+       "assumes: where two ranks on different nodes exchange streams on several channels, "
+       "their messages travel in pieces of 32 KiB, granted by weighted fair queueing among "
+       "the channels toward one node. Plans still take no flat trees across nodes (measured "
+       "slower than the hierarchical plan even paced: perf/README.md); `BLINK_ALGO=trees` "
+       "forces them. Set it alike on every rank."},
       {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
        "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
        "pipeline time under the alpha-beta model."},

@@ -17,6 +17,7 @@
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 #include "transport/cuda/device_transport.hpp"
+#include "transport/paced_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -100,6 +101,7 @@ Communicator::Communicator(MPI_Comm comm) {
         forced_text_ = env::get("BLINK_ALGO").value_or("");
         forced_ = ForcedAlgorithms::parse(forced_text_);
         transports_ = transport::selectTransports(env::get("BLINK_TRANSPORT").value_or(""));
+        pace_between_nodes_ = env::getChoice("BLINK_PACE_BETWEEN_NODES") == "1";
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -108,16 +110,21 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      constexpr int kSettings = 6;
+      constexpr int kSettings = 7;
       const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES",
                                       "BLINK_SHM_DIRECT_MIN_BYTES",
                                       "BLINK_SHM_SINGLE_COPY",
                                       "BLINK_SHM_STAGING_BYTES",
                                       "BLINK_ALGO",
-                                      "BLINK_TRANSPORT"};
-      const std::uint64_t values[kSettings] = {
-          node_.board_capacity, node_.direct_min,    fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
-          staging_max_,         fnv1a(forced_text_), fnv1a(transports_.describe())};
+                                      "BLINK_TRANSPORT",
+                                      "BLINK_PACE_BETWEEN_NODES"};
+      const std::uint64_t values[kSettings] = {node_.board_capacity,
+                                               node_.direct_min,
+                                               fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
+                                               staging_max_,
+                                               fnv1a(forced_text_),
+                                               fnv1a(transports_.describe()),
+                                               pace_between_nodes_ ? 1u : 0u};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
       for (int i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
@@ -221,6 +228,7 @@ Communicator::Communicator(MPI_Comm comm) {
         transports_.between_nodes = fallback.between_nodes;
         between_nodes_ = make(transports_.between_nodes);
       }
+      if (pace_between_nodes_) paceBetweenNodes();
       const std::string details = between_nodes_->details();
       if (!details.empty()) between_note_ += " (" + details + ")";
     }
@@ -504,7 +512,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       plan::PlannerOptions options;
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
-      options.flat_trees_across_nodes = false;  // nothing between nodes paces (planner.hpp)
+      options.flat_trees_across_nodes = false;  // see paceBetweenNodes()
       NodeAlgorithms node = node_;
       if (on_device) priceForDeviceBuffers(node, options);
       AlgorithmChoice choice =
@@ -595,6 +603,21 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
   return made;
 }
 
+void Communicator::paceBetweenNodes() {
+  if (between_nodes_ == within_node_) {
+    // One object serves both reaches (BLINK_TRANSPORT=pmpi): pacing it would split
+    // the messages within nodes too, for nothing.
+    between_note_ += " (not paced: the same transport serves streams within nodes)";
+    return;
+  }
+  for (auto& owned : transport_objects_) {
+    if (owned.get() != between_nodes_) continue;
+    owned = std::make_unique<transport::PacedTransport>(std::move(owned), layout_.node_of_rank);
+    between_nodes_ = owned.get();
+    return;
+  }
+}
+
 void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
                            std::uint64_t bytes, blinkDataType_t type, blinkRedOp_t op,
                            bool on_device) {
@@ -612,6 +635,8 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
     device_run = {device_, device_stream_, &device_events_, {type, op}};
     options.device = &device_run;
     device_transport_->paceByShares(cp.plan.channel_shares);
+  } else if (between_nodes_ != nullptr) {
+    between_nodes_->paceByShares(cp.plan.channel_shares);
   }
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";
