@@ -17,7 +17,6 @@
 #include "runtime/reduce_cpu.hpp"
 #include "topology/cuda_probe.hpp"
 #include "transport/cuda/device_transport.hpp"
-#include "transport/paced_transport.hpp"
 
 namespace blink::runtime {
 namespace {
@@ -102,6 +101,7 @@ Communicator::Communicator(MPI_Comm comm) {
         forced_ = ForcedAlgorithms::parse(forced_text_);
         transports_ = transport::selectTransports(env::get("BLINK_TRANSPORT").value_or(""));
         pace_between_nodes_ = env::getChoice("BLINK_PACE_BETWEEN_NODES") == "1";
+        pace_piece_bytes_ = static_cast<std::size_t>(env::getInt("BLINK_PACE_PIECE_BYTES"));
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -110,21 +110,23 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      constexpr int kSettings = 7;
+      constexpr int kSettings = 8;
       const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES",
                                       "BLINK_SHM_DIRECT_MIN_BYTES",
                                       "BLINK_SHM_SINGLE_COPY",
                                       "BLINK_SHM_STAGING_BYTES",
                                       "BLINK_ALGO",
                                       "BLINK_TRANSPORT",
-                                      "BLINK_PACE_BETWEEN_NODES"};
+                                      "BLINK_PACE_BETWEEN_NODES",
+                                      "BLINK_PACE_PIECE_BYTES"};
       const std::uint64_t values[kSettings] = {node_.board_capacity,
                                                node_.direct_min,
                                                fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
                                                staging_max_,
                                                fnv1a(forced_text_),
                                                fnv1a(transports_.describe()),
-                                               pace_between_nodes_ ? 1u : 0u};
+                                               pace_between_nodes_ ? 1u : 0u,
+                                               pace_piece_bytes_};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
       for (int i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
@@ -612,7 +614,8 @@ void Communicator::paceBetweenNodes() {
   }
   for (auto& owned : transport_objects_) {
     if (owned.get() != between_nodes_) continue;
-    owned = std::make_unique<transport::PacedTransport>(std::move(owned), layout_.node_of_rank);
+    owned = std::make_unique<transport::PacedTransport>(std::move(owned), layout_.node_of_rank,
+                                                        pace_piece_bytes_);
     between_nodes_ = owned.get();
     return;
   }

@@ -44,6 +44,7 @@
 #include "runtime/memory_agreement.hpp"
 #include "runtime/peer_health.hpp"
 #include "runtime/rank_layout.hpp"
+#include "transport/paced_transport.hpp"
 #include "transport/registry.hpp"
 
 namespace blink::runtime {
@@ -158,7 +159,8 @@ class Communicator {
   Transport* between_nodes_ = nullptr;
   std::string between_note_;         // why between_nodes_ is what it is, and its NICs, for explain
   bool pace_between_nodes_ = false;  // BLINK_PACE_BETWEEN_NODES=1
-  PeerHealth health_;                // for timeouts: which rank on this machine is stopped or gone
+  std::size_t pace_piece_bytes_ = transport::kPacedPieceBytes;  // BLINK_PACE_PIECE_BYTES
+  PeerHealth health_;  // for timeouts: which rank on this machine is stopped or gone
   ForcedAlgorithms forced_;
   std::string forced_text_;      // BLINK_ALGO as given, for explain
   NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails
