@@ -148,7 +148,7 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
                                 << " spans nodes: the hierarchical plan, no flat trees (the "
                                    "transports between nodes send each rank's bytes on one "
                                    "NIC, not on each tree's; paced or not, flat trees measured "
-                                   "slower)");
+                                   "no faster)");
   } else if (rooted) {
     addTreePlan(out, c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {

@@ -11,14 +11,14 @@
 // that the pacer holds back waits for pieces the others have already handed over.
 // Those leave without their receivers' help as long as a piece is below the inner
 // transport's eager limit (Open MPI's TCP: 64 KiB with headers, hence 32 KiB by
-// default): no pacing wait can join a cycle of plan dependencies.
+// default; UCX's rendezvous threshold over TCP is not verified): no pacing wait can
+// join a cycle of plan dependencies.
 //
 // Both ends of a pair split alike: a pair's channels are the same set on both (the
 // sender's send keys to the receiver are the receiver's receive keys from it, made
 // by the same collective ensureStreams calls), and a pair with one channel is
-// passed through untouched, so plans with one stream per pair (the hierarchical
-// plan's inter-node phase) cost nothing. Every rank must pace alike
-// (BLINK_PACE_BETWEEN_NODES).
+// passed through untouched, so a plan with one stream per pair of ranks between
+// nodes costs nothing. Every rank must pace alike (BLINK_PACE_BETWEEN_NODES).
 #pragma once
 
 #include <cstddef>

@@ -17,8 +17,8 @@
 // chunks per peer). Between nodes, any transport (PMPI, UCX) can be wrapped in
 // PacedTransport (paced_transport.hpp: the same queueing of 32 KiB pieces among the
 // channels toward one node), which BLINK_PACE_BETWEEN_NODES=1 does; off by default,
-// because the runtime gives clusters hierarchical plans (one stream per pair between
-// nodes, nothing to pace) and flat trees, paced or not, measured slower
+// because the runtime gives clusters hierarchical plans (one stream per NIC and
+// direction) and flat trees, paced or not, measured no faster
 // (perf/README.md). The shared memory transport does not pace: the bytes are right,
 // only the timing may differ from the prediction.
 #pragma once
