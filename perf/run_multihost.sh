@@ -37,7 +37,8 @@
 #   nodes, streams unpaced) and trees-paced (the same with BLINK_PACE_BETWEEN_NODES=1,
 #   in pieces of --piece bytes, BLINK_PACE_PIECE_BYTES, 32768 by default),
 #   and blink-sim's prediction of both plans on the job's graph (--candidates).
-#   Writes perf/results/multihost_pacing.csv and .md (medians, ratios to hier).
+#   Writes perf/results/multihost_pacing[_ucx][_pieceNk].csv and .md (medians,
+#   ratios to hier; _ucx over ucx, _pieceNk for another --piece).
 # --matrix: every layout x NIC count x collective (default sizes 1K-256M, --reps 1),
 #   perf/results/multihost.csv, .md and .png (perf/plot_multihost.py).
 set -euo pipefail
@@ -49,7 +50,7 @@ sizes="1K 256M" piece=32768
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --criterion) mode=criterion; shift ;;
     --matrix) mode=matrix; shift ;;
     --pacing) mode=pacing; shift ;;
@@ -153,7 +154,10 @@ if [[ $mode == pacing ]]; then
   p=${prefix:0:6}p
   set_up+=("$p")
   "$emulate" setup --prefix "$p" --hosts 2 --nics 2 --rate "$rate"
-  csv=$root/perf/results/multihost_pacing.csv
+  name=multihost_pacing
+  [[ $transport == pmpi ]] || name+=_$transport
+  [[ $piece == 32768 ]] || name+=_piece$((piece >> 10))k
+  csv=$root/perf/results/$name.csv
   topology=$root/perf/results/multihost_pacing_topology.json
   rm -f "$topology"  # this run's graph: the first job's probed rates
   echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
@@ -192,8 +196,8 @@ for c in d["candidates"]:
         >>"$csv"
     done
   done
-  /usr/bin/python3 "$root/perf/summarize_pacing.py" "$csv" >"$root/perf/results/multihost_pacing.md"
-  cat "$root/perf/results/multihost_pacing.md"
+  /usr/bin/python3 "$root/perf/summarize_pacing.py" "$csv" >"$root/perf/results/$name.md"
+  cat "$root/perf/results/$name.md"
   exit
 fi
 
