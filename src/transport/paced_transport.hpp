@@ -14,11 +14,11 @@
 // default; UCX's rendezvous threshold over TCP is not verified): no pacing wait can
 // join a cycle of plan dependencies.
 //
-// Both ends of a pair split alike: a pair's channels are the same set on both (the
-// sender's send keys to the receiver are the receiver's receive keys from it, made
-// by the same collective ensureStreams calls), and a pair with one channel is
-// passed through untouched, so a plan with one stream per pair of ranks between
-// nodes costs nothing. Every rank must pace alike (BLINK_PACE_BETWEEN_NODES).
+// Both ends of a pair split alike: a pair's channels (those of every plan run so
+// far) are the same set on both (the sender's send keys to the receiver are the
+// receiver's receive keys from it, made by the same collective ensureStreams calls),
+// and a pair with one channel is passed through untouched, so a plan with one stream per pair of
+// ranks between nodes costs nothing. Every rank must pace alike (BLINK_PACE_BETWEEN_NODES).
 #pragma once
 
 #include <cstddef>
