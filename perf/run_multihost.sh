@@ -30,12 +30,13 @@
 #   Open MPI configuration with Blink's ratio to the best. The criterion (issue 17):
 #   at >= 16 MiB 2 NICs >= 1.8x one NIC and >= 90% of the prediction; at every
 #   size >= 64 KiB Blink at least as fast as the best Open MPI.
-# --pacing (about 2-3 minutes at --reps 2): issue 17 item 7, 2 hosts x 2 ranks, 2 NICs
+# --pacing (about 3 minutes at --reps 2): issue 17 item 7, 2 hosts x 2 ranks, 2 NICs
 #   per host at 1gbit, AllReduce and Broadcast 1M-64M over --transport (pmpi by
 #   default), no MPI baseline. Plans alternated in one run: hier (the planner's
 #   choice, the hierarchical plan), trees (BLINK_ALGO=trees, flat trees across the
-#   nodes, streams unpaced) and trees-paced (the same with BLINK_PACE_BETWEEN_NODES=1,
-#   in pieces of --piece bytes, BLINK_PACE_PIECE_BYTES, 32768 by default),
+#   nodes, streams unpaced), and each of them paced (hier-paced, trees-paced:
+#   BLINK_PACE_BETWEEN_NODES=1, pieces of --piece bytes, BLINK_PACE_PIECE_BYTES,
+#   32768 by default),
 #   and blink-sim's prediction of both plans on the job's graph (--candidates).
 #   Writes perf/results/multihost_pacing[_ucx][_pieceNk].csv and .md (medians,
 #   ratios to hier; _ucx over ucx, _pieceNk for another --piece).
@@ -162,14 +163,14 @@ if [[ $mode == pacing ]]; then
   rm -f "$topology"  # this run's graph: the first job's probed rates
   echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
   for ((rep = 1; rep <= reps; ++rep)); do
-    order=(hier trees trees-paced)
-    ((rep % 2 == 0)) && order=(trees-paced trees hier)
+    order=(hier hier-paced trees trees-paced)
+    ((rep % 2 == 0)) && order=(trees-paced trees hier-paced hier)
     for coll in allreduce broadcast; do
       for config in "${order[@]}"; do
         echo "pacing: rep $rep, $coll, $config over $transport" >&2
         plan=()
         [[ $config == trees* ]] && plan+=(-x BLINK_ALGO=trees)
-        [[ $config == trees-paced ]] &&
+        [[ $config == *-paced ]] &&
           plan+=(-x BLINK_PACE_BETWEEN_NODES=1 -x BLINK_PACE_PIECE_BYTES="$piece")
         : >"$log"
         "$emulate" run --prefix "$p" --ranks 2,2 --mca pml ob1 --mca btl tcp,vader,self \

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from summarize_multihost import bus_factor, size_label
 
-MEASURED = ["hier", "trees", "trees-paced"]
+MEASURED = ["hier", "hier-paced", "trees", "trees-paced"]
 PREDICTED = ["predicted-hier", "predicted-trees"]
 RANKS = 4
 
@@ -33,9 +33,10 @@ def main():
             return None
         return size / statistics.median(t) / 1e3 * bus_factor(coll, RANKS)
 
-    print("| collective | size | hier | trees | trees-paced | trees / hier | paced / hier "
-          "| paced / trees | predicted hier | predicted trees |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| collective | size | hier | hier-paced | trees | trees-paced | hier-paced / hier "
+          "| trees / hier | trees-paced / hier | trees-paced / trees | predicted hier "
+          "| predicted trees |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for coll, size in sorted({(c, b) for c, b, _ in times}):
         bw = {c: busbw(coll, size, c) for c in MEASURED + PREDICTED}
 
@@ -46,7 +47,8 @@ def main():
             return "" if bw[a] is None or bw[b] is None else f"{bw[a] / bw[b]:.2f}x"
 
         print(f"| {coll} | {size_label(size)} | " + " | ".join(cell(bw[c]) for c in MEASURED) +
-              f" | {ratio('trees', 'hier')} | {ratio('trees-paced', 'hier')} | "
+              f" | {ratio('hier-paced', 'hier')} | {ratio('trees', 'hier')} | "
+              f"{ratio('trees-paced', 'hier')} | "
               f"{ratio('trees-paced', 'trees')} | " +
               " | ".join(cell(bw[c]) for c in PREDICTED) + " |")
     print()

@@ -87,7 +87,7 @@ const std::vector<Variable>& registry() {
        "assumes: where two ranks on different nodes exchange streams on several channels, "
        "their messages travel in pieces of BLINK_PACE_PIECE_BYTES, granted by weighted fair "
        "queueing among the channels toward one node. Off by default, and plans still take "
-       "no flat trees across nodes: paced, they measured no faster than the hierarchical "
+       "no flat trees across nodes: paced, they were not shown faster than the hierarchical "
        "plan (perf/README.md, \"Pacing between nodes\"); `BLINK_ALGO=trees` forces them. "
        "Set it alike on every rank."},
       {"BLINK_PACE_PIECE_BYTES", Kind::Integer, "1024..1073741824", "32768",

@@ -147,8 +147,8 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
     BLINK_LOG(Info, "planner: " << t.name()
                                 << " spans nodes: the hierarchical plan, no flat trees (the "
                                    "transports between nodes send each rank's bytes on one "
-                                   "NIC, not on each tree's; paced or not, flat trees measured "
-                                   "no faster)");
+                                   "NIC, not on each tree's; paced or not, flat trees were not "
+                                   "shown faster)");
   } else if (rooted) {
     addTreePlan(out, c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {

@@ -63,7 +63,8 @@ struct PlannerOptions {
   // stream per direction. Measured across emulated hosts (2 x 2 ranks, 2 NICs at
   // 1 Gbit/s each): AllReduce 16-64 MiB hierarchical 0.35 GB/s bus bandwidth, flat
   // trees 0.32-0.33, where the simulator predicted the trees 3-15% faster; paced flat
-  // trees no faster than the hierarchical plan over PMPI or UCX, and Broadcast flat
+  // trees not shown faster than the hierarchical plan (behind over UCX, within the
+  // noise over PMPI), and Broadcast flat
   // trees at one NIC's rate paced or not (perf/README.md, "Pacing between nodes").
   bool flat_trees_across_nodes = true;
 };

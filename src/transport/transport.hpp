@@ -18,7 +18,7 @@
 // PacedTransport (paced_transport.hpp: the same queueing of 32 KiB pieces among the
 // channels toward one node), which BLINK_PACE_BETWEEN_NODES=1 does; off by default,
 // because the runtime gives clusters hierarchical plans (one stream per NIC and
-// direction) and flat trees, paced or not, measured no faster
+// direction) and flat trees, paced or not, were not shown faster
 // (perf/README.md). The shared memory transport does not pace: the bytes are right,
 // only the timing may differ from the prediction.
 #pragma once
