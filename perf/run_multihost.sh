@@ -8,6 +8,8 @@
 #       [--layouts "1,1 2,2 1,1,1,1 2,2,2,2"] [--nics "1 2"] [--rate 1gbit]
 #       [--collectives "allreduce broadcast allgather"] [--sizes "1K 256M"]
 #   perf/run_multihost.sh --calls [--build-dir DIR] [--reps N] [--prefix P] [--sizes "64K 1M"]
+#   perf/run_multihost.sh --pacing [--build-dir DIR] [--reps N] [--prefix P]
+#       [--transport pmpi|ucx] [--sizes "1M 64M"] [--piece BYTES]
 #   perf/run_multihost.sh [--ranks 2,2] [--nics K] [--rate RATE] [--transport pmpi|ucx]
 #       [-- BLINK_PERF_ARGS...]          (one blink_perf job, its table on stdout)
 #
@@ -37,6 +39,16 @@
 #   over the repetitions of each one's minimum and median call time, and their ratios.
 #   The minimum is what a call costs when the machine lets it run: on a loaded machine
 #   it says more than blink_perf's averages of three calls.
+# --pacing (about 3 minutes at --reps 2): issue 17 item 7, 2 hosts x 2 ranks, 2 NICs
+#   per host at 1gbit, AllReduce and Broadcast 1M-64M over --transport (pmpi by
+#   default), no MPI baseline. Plans alternated in one run: hier (the planner's
+#   choice, the hierarchical plan), trees (BLINK_ALGO=trees, flat trees across the
+#   nodes, streams unpaced), and each of them paced (hier-paced, trees-paced:
+#   BLINK_PACE_BETWEEN_NODES=1, pieces of --piece bytes, BLINK_PACE_PIECE_BYTES,
+#   32768 by default),
+#   and blink-sim's prediction of both plans on the job's graph (--candidates).
+#   Writes perf/results/multihost_pacing[_ucx][_pieceNk].csv and .md (medians,
+#   ratios to hier; _ucx over ucx, _pieceNk for another --piece).
 # --matrix: every layout x NIC count x collective (default sizes 1K-256M, --reps 1),
 #   perf/results/multihost.csv, .md and .png (perf/plot_multihost.py).
 set -euo pipefail
@@ -44,14 +56,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build mode=single ranks=2,2 nics=1 rate='' transport=pmpi reps=''
 prefix=nc
 layouts="1,1 2,2 1,1,1,1 2,2,2,2" nic_counts="1 2" collectives="allreduce broadcast allgather"
-sizes="1K 256M"
+sizes="1K 256M" piece=32768
 args=(-b 8 -e 4K -n 200 -w 20)
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --criterion) mode=criterion; shift ;;
     --matrix) mode=matrix; shift ;;
     --calls) mode=calls; shift ;;
+    --pacing) mode=pacing; shift ;;
     --build-dir) build=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --nics) nics=$2; nic_counts=$2; shift 2 ;;
@@ -60,6 +73,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2; shift 2 ;;
     --prefix) prefix=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
+    --piece) piece=$2; shift 2 ;;
     --collectives) collectives=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --) shift; args=("$@"); break ;;
@@ -141,6 +155,60 @@ print("2+2,2,predicted,predicted,allreduce,%d,float32,sum,0,%s,,,,%s" % (d["byte
   /usr/bin/python3 "$root/perf/summarize_multihost.py" --criterion "$csv" \
     >"$root/perf/results/multihost_criterion.md"
   cat "$root/perf/results/multihost_criterion.md"
+  exit
+fi
+
+if [[ $mode == pacing ]]; then
+  reps=${reps:-2} rate=${rate:-1gbit}
+  [[ $sizes == "1K 256M" ]] && sizes="1M 64M"
+  read -r lo hi <<<"$sizes"
+  p=${prefix:0:6}p
+  set_up+=("$p")
+  "$emulate" setup --prefix "$p" --hosts 2 --nics 2 --rate "$rate"
+  name=multihost_pacing
+  [[ $transport == pmpi ]] || name+=_$transport
+  [[ $piece == 32768 ]] || name+=_piece$((piece >> 10))k
+  csv=$root/perf/results/$name.csv
+  topology=$root/perf/results/multihost_pacing_topology.json
+  rm -f "$topology"  # this run's graph: the first job's probed rates
+  echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
+  for ((rep = 1; rep <= reps; ++rep)); do
+    order=(hier hier-paced trees trees-paced)
+    ((rep % 2 == 0)) && order=(trees-paced trees hier-paced hier)
+    for coll in allreduce broadcast; do
+      for config in "${order[@]}"; do
+        echo "pacing: rep $rep, $coll, $config over $transport" >&2
+        plan=()
+        [[ $config == trees* ]] && plan+=(-x BLINK_ALGO=trees)
+        [[ $config == *-paced ]] &&
+          plan+=(-x BLINK_PACE_BETWEEN_NODES=1 -x BLINK_PACE_PIECE_BYTES="$piece")
+        : >"$log"
+        "$emulate" run --prefix "$p" --ranks 2,2 --mca pml ob1 --mca btl tcp,vader,self \
+          -x BLINK_TRANSPORT=between="$transport" -x BLINK_PROBE_LINKS=1 -x BLINK_DEBUG=INFO \
+          "${plan[@]}" "$perf" --collective "$coll" -b "$lo" -e "$hi" -n 3 -w 1 --inplace 0 \
+          --format csv 2>>"$log" |
+          awk -v pre="2+2,2,$config" -v rep="$rep" -F, \
+            'NR > 1 && $1 == "blink" { print pre "," $0 "," rep }' >>"$csv"
+        grep -m1 -h "decided" "$log" >&2 || true
+        [[ -s $topology ]] || /usr/bin/python3 "$root/perf/multihost_topology.py" "$log" >"$topology"
+      done
+    done
+  done
+  # blink-sim's prediction of both plans on the graph the jobs planned on.
+  for coll in allreduce broadcast; do
+    for ((bytes = $(numfmt --from=iec "$lo"); bytes <= $(numfmt --from=iec "$hi"); bytes *= 2)); do
+      "$build/src/tools/blink-sim" --topo "$topology" --collective "$coll" --bytes $bytes \
+        --candidates --format json | /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+for c in d["candidates"]:
+    name = {"blink-trees": "predicted-trees", "blink-hierarchical": "predicted-hier"}.get(c["name"])
+    if name:
+        print("2+2,2,%s,predicted,%s,%d,float32,sum,0,%s,,,,1" % (name, d["collective"], d["bytes"], c["time_us"]))' \
+        >>"$csv"
+    done
+  done
+  /usr/bin/python3 "$root/perf/summarize_pacing.py" "$csv" >"$root/perf/results/$name.md"
+  cat "$root/perf/results/$name.md"
   exit
 fi
 

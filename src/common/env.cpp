@@ -82,6 +82,19 @@ const std::vector<Variable>& registry() {
        "with that rate where it is below the nominal one (rate-limited or virtual NICs); "
        "`BLINK_DEBUG=INFO` shows each NIC's speed and its source (`measured`). Set it alike on "
        "every rank."},
+      {"BLINK_PACE_BETWEEN_NODES", Kind::Choice, "0|1", "0",
+       "1: streams between nodes are paced by the plan's channel shares, as the simulator "
+       "assumes: where two ranks on different nodes exchange streams on several channels, "
+       "their messages travel in pieces of BLINK_PACE_PIECE_BYTES, granted by weighted fair "
+       "queueing among the channels toward one node. Off by default, and plans still take "
+       "no flat trees across nodes: paced, they were not shown faster than the hierarchical "
+       "plan (perf/README.md, \"Pacing between nodes\"); `BLINK_ALGO=trees` forces them. "
+       "Set it alike on every rank."},
+      {"BLINK_PACE_PIECE_BYTES", Kind::Integer, "1024..1073741824", "32768",
+       "With BLINK_PACE_BETWEEN_NODES=1, the pieces paced messages travel in. Above the "
+       "transport's eager limit (Open MPI's TCP: 64 KiB) a piece the pacer waits for leaves "
+       "only once its receiver asks for it, so pacing is no longer proven free of "
+       "deadlocks (src/transport/paced_transport.hpp). Set it alike on every rank."},
       {"BLINK_CHUNK_BYTES", Kind::Integer, "4..1073741824", "",
        "Pipeline chunk size in bytes for every tree; unset, each tree's chunk minimises its "
        "pipeline time under the alpha-beta model."},

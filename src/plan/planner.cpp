@@ -238,8 +238,10 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
                                    "trees over the whole cluster");
   } else if (isMultiNode(t) && !o.flat_trees_across_nodes && o.only_family != "trees") {
     BLINK_LOG(Info, "planner: " << t.name()
-                                << " spans nodes whose transports do not pace streams by the "
-                                   "plan's shares: the hierarchical plan, no flat trees");
+                                << " spans nodes: the hierarchical plan, no flat trees (the "
+                                   "transports between nodes send each rank's bytes on one "
+                                   "NIC, not on each tree's; paced or not, flat trees were not "
+                                   "shown faster)");
   } else if (rooted) {
     addTreePlan(out, c, broadcastTrees(t, rootGpu(t, root_rank), o.pack), t, bytes, o);
   } else if (c == Collective::AllGather || c == Collective::ReduceScatter) {

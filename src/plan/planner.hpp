@@ -55,12 +55,17 @@ struct PlannerOptions {
   // (GPUs combine at memory speed, far above their links).
   std::vector<double> combine_bytes_per_s;
   // false: on a graph spanning nodes, no flat trees over the whole cluster unless
-  // only_family asks for them. Flat trees put several channels on one NIC and the
-  // simulator shares a link by the channels' rates, which the runtime's transports
-  // between nodes (UCX, PMPI) do not pace; the hierarchical plan gives each NIC one
+  // only_family asks for them. Flat trees put several channels on one NIC, which the
+  // simulator shares by the channels' rates, and route a rank's bytes to whichever
+  // NIC a tree's edge crosses; the runtime's transports between nodes put each rank's
+  // bytes on one NIC (UCX: the rank's port; PMPI: Open MPI's choice) and pace only
+  // where asked (BLINK_PACE_BETWEEN_NODES). The hierarchical plan gives each NIC one
   // stream per direction. Measured across emulated hosts (2 x 2 ranks, 2 NICs at
-  // 1 Gbit/s each, AllReduce 16-64 MiB): hierarchical 0.35 GB/s bus bandwidth, flat
-  // trees 0.32-0.33, where the simulator predicted the trees 3-15% faster.
+  // 1 Gbit/s each): AllReduce 16-64 MiB hierarchical 0.35 GB/s bus bandwidth, flat
+  // trees 0.32-0.33, where the simulator predicted the trees 3-15% faster; paced flat
+  // trees not shown faster than the hierarchical plan (behind over UCX, within the
+  // noise over PMPI), and Broadcast flat
+  // trees at one NIC's rate paced or not (perf/README.md, "Pacing between nodes").
   bool flat_trees_across_nodes = true;
 };
 

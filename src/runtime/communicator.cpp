@@ -61,6 +61,8 @@ Communicator::Communicator(MPI_Comm comm) {
         forced_text_ = env::get("BLINK_ALGO").value_or("");
         forced_ = ForcedAlgorithms::parse(forced_text_);
         transports_ = transport::selectTransports(env::get("BLINK_TRANSPORT").value_or(""));
+        pace_between_nodes_ = env::getChoice("BLINK_PACE_BETWEEN_NODES") == "1";
+        pace_piece_bytes_ = static_cast<std::size_t>(env::getInt("BLINK_PACE_PIECE_BYTES"));
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -69,16 +71,23 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      constexpr int kSettings = 6;
+      constexpr int kSettings = 8;
       const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES",
                                       "BLINK_SHM_DIRECT_MIN_BYTES",
                                       "BLINK_SHM_SINGLE_COPY",
                                       "BLINK_SHM_STAGING_BYTES",
                                       "BLINK_ALGO",
-                                      "BLINK_TRANSPORT"};
-      const std::uint64_t values[kSettings] = {
-          node_.board_capacity, node_.direct_min,    fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
-          staging_max_,         fnv1a(forced_text_), fnv1a(transports_.describe())};
+                                      "BLINK_TRANSPORT",
+                                      "BLINK_PACE_BETWEEN_NODES",
+                                      "BLINK_PACE_PIECE_BYTES"};
+      const std::uint64_t values[kSettings] = {node_.board_capacity,
+                                               node_.direct_min,
+                                               fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
+                                               staging_max_,
+                                               fnv1a(forced_text_),
+                                               fnv1a(transports_.describe()),
+                                               pace_between_nodes_ ? 1u : 0u,
+                                               pace_piece_bytes_};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
       for (std::size_t i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
@@ -183,6 +192,7 @@ Communicator::Communicator(MPI_Comm comm) {
         transports_.between_nodes = fallback.between_nodes;
         between_nodes_ = make(transports_.between_nodes);
       }
+      if (pace_between_nodes_) paceBetweenNodes();
       const std::string details = between_nodes_->details();
       if (!details.empty()) between_note_ += " (" + details + ")";
     }
@@ -256,6 +266,22 @@ Communicator::~Communicator() {
   if (finalized) return;  // MPI has already released every communicator
   if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
   if (comm_ != MPI_COMM_NULL) PMPI_Comm_free(&comm_);
+}
+
+void Communicator::paceBetweenNodes() {
+  if (between_nodes_ == within_node_) {
+    // One object serves both reaches (BLINK_TRANSPORT=pmpi): pacing it would split
+    // the messages within nodes too, for nothing.
+    between_note_ += " (not paced: the same transport serves streams within nodes)";
+    return;
+  }
+  for (auto& owned : transport_objects_) {
+    if (owned.get() != between_nodes_) continue;
+    owned = std::make_unique<transport::PacedTransport>(std::move(owned), layout_.node_of_rank,
+                                                        pace_piece_bytes_);
+    between_nodes_ = owned.get();
+    return;
+  }
 }
 
 }  // namespace blink::runtime

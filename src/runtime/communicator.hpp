@@ -44,6 +44,7 @@
 #include "runtime/memory_agreement.hpp"
 #include "runtime/peer_health.hpp"
 #include "runtime/rank_layout.hpp"
+#include "transport/paced_transport.hpp"
 #include "transport/registry.hpp"
 
 namespace blink::runtime {
@@ -112,6 +113,9 @@ class Communicator {
   bool ensureLeaders();  // the same for the node leaders' algorithm
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
   // the working buffer's layout and saves copying it into `work` first.
+  // BLINK_PACE_BETWEEN_NODES=1: the streams between nodes go through
+  // transport::PacedTransport (transport/paced_transport.hpp).
+  void paceBetweenNodes();
   void runPlan(CachedChoice& choice, std::byte* work, const void* input, std::uint64_t bytes,
                blinkDataType_t type, blinkRedOp_t op, bool on_device);
   // Runs `body` (a call on the board or the direct path) unless the communicator is
@@ -153,8 +157,10 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
-  std::string between_note_;  // why between_nodes_ is what it is, and its NICs, for explain
-  PeerHealth health_;         // for timeouts: which rank on this machine is stopped or gone
+  std::string between_note_;         // why between_nodes_ is what it is, and its NICs, for explain
+  bool pace_between_nodes_ = false;  // BLINK_PACE_BETWEEN_NODES=1
+  std::size_t pace_piece_bytes_ = transport::kPacedPieceBytes;  // BLINK_PACE_PIECE_BYTES
+  PeerHealth health_;  // for timeouts: which rank on this machine is stopped or gone
   ForcedAlgorithms forced_;
   std::string forced_text_;      // BLINK_ALGO as given, for explain
   NodeAlgorithms node_;          // agreed by every rank; updated when a set-up fails

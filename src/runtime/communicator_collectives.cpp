@@ -166,6 +166,8 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
     device_run = {device_, device_stream_, &device_events_, {type, op}};
     options.device = &device_run;
     device_transport_->paceByShares(cp.plan.channel_shares);
+  } else if (between_nodes_ != nullptr) {
+    between_nodes_->paceByShares(cp.plan.channel_shares);
   }
   options.timeout_seconds = timeout_s_;
   options.what = plan::toString(cp.plan.collective) + " of " + std::to_string(bytes) + " bytes";

@@ -45,7 +45,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       plan::PlannerOptions options;
       options.lower = plan::lowerOptionsFromEnvironment();
       options.lower.element_size = element_size;
-      options.flat_trees_across_nodes = false;  // nothing between nodes paces (planner.hpp)
+      options.flat_trees_across_nodes = false;  // flat trees: planner.hpp says why
       NodeAlgorithms node = node_;
       if (on_device) priceForDeviceBuffers(node, options);
       AlgorithmChoice choice =

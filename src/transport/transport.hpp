@@ -13,9 +13,14 @@
 // transport over shared links (GPU peer copies over NVLink/PCIe, the network) must
 // therefore pace its streams by share, e.g. weighted round robin of the bytes it
 // puts on a link, or each stream rate-limited to its share of the link. The device
-// transport does (paceByShares, cuda/channel_pacer.hpp: weighted fair queueing of
-// chunks per peer). The shared memory, PMPI and UCX transports do not pace: the bytes
-// are right, only the timing may differ from the prediction.
+// transport does (paceByShares, channel_pacer.hpp: weighted fair queueing of
+// chunks per peer). Between nodes, any transport (PMPI, UCX) can be wrapped in
+// PacedTransport (paced_transport.hpp: the same queueing of 32 KiB pieces among the
+// channels toward one node), which BLINK_PACE_BETWEEN_NODES=1 does; off by default,
+// because the runtime gives clusters hierarchical plans (one stream per NIC and
+// direction) and flat trees, paced or not, were not shown faster
+// (perf/README.md). The shared memory transport does not pace: the bytes are right,
+// only the timing may differ from the prediction.
 #pragma once
 
 #include <compare>

@@ -3,7 +3,7 @@
 # hostname and a /dev/shm of their own per host), so that streams between nodes
 # cross a network and no two hosts share memory.
 #
-# Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE]
+# Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE...]
 #   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
 #   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx (without
 #                it, streams between nodes take the default, pmpi).
@@ -32,6 +32,11 @@
 #                at least 40% of the bytes it sent (the probe's included); then every
 #                collective at 64-256 KiB, results checked (AllReduce of 64 KiB takes the
 #                hierarchical plan, its chunks chosen by simulation).
+#   paced        flat trees across the hosts (BLINK_ALGO=trees) with their streams
+#                between nodes paced (BLINK_PACE_BETWEEN_NODES=1, pieces of 4 KiB so
+#                that messages split, the last piece shorter): every collective
+#                through blink_perf at 4 KiB-1 MiB, in place and not, results checked
+#                (-c 1); INFO says the streams between nodes are paced.
 #   rooted_loop  tests/rooted_loop: 3000 Broadcasts of 32 bytes from rank 0 back to
 #                back, 3000 Reduces to it, the same rooted on the last rank (of the
 #                last host); then the same calls through PMPI_*, every result
@@ -46,10 +51,12 @@
 set -euo pipefail
 case=$1 ranks=$2 build=$3
 setting=()
-[[ -z ${4:-} ]] || setting=(-x "$4")
 # The transport streams between nodes must take: the one named, else the default.
 between=pmpi
-[[ ${4:-} != BLINK_TRANSPORT=between=* ]] || between=${4#BLINK_TRANSPORT=between=}
+for variable in "${@:4}"; do
+  setting+=(-x "$variable")
+  [[ $variable != BLINK_TRANSPORT=between=* ]] || between=${variable#BLINK_TRANSPORT=between=}
+done
 here=$(cd "$(dirname "$0")" && pwd)
 emulate=$here/../../scripts/emulate-hosts.sh
 
@@ -207,6 +214,18 @@ case "$case" in
       done
       echo "nics: host 0 sent $sent0 bytes on eth0, $sent1 on eth1"
     fi
+    ;;
+  paced)
+    for coll in allreduce broadcast reduce allgather reducescatter; do
+      run "paced_$coll" 120 -x BLINK_ALGO=trees -x BLINK_PACE_BETWEEN_NODES=1 \
+        -x BLINK_PACE_PIECE_BYTES=4096 -x BLINK_DEBUG=INFO "$build/perf/blink_perf" \
+        --collective "$coll" -b 4K -e 1M -n 2 -w 1 --inplace both -c 1 ||
+        fail "blink_perf $coll failed (exit $?)"
+      grep -q "streams: shm within a node, $between between nodes.*paced by the plan's channel shares" \
+        "$work/paced_$coll.err" || fail "streams between nodes were not paced ($coll)"
+      grep -q "decided $coll of 4096 bytes .*: trees" "$work/paced_$coll.err" ||
+        fail "no flat trees across the hosts ($coll)"
+    done
     ;;
   rooted_loop)
     run rooted_loop 240 -x BLINK_DEBUG=INFO "$build/tests/rooted_loop" 3000 ||

@@ -1,4 +1,4 @@
-// The device transport's pacing (transport/cuda/channel_pacer.hpp): chunks granted
+// The device transport's pacing (transport/channel_pacer.hpp): chunks granted
 // to the channels sending to one peer, counted exactly, follow the plan's shares.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "transport/cuda/channel_pacer.hpp"
+#include "transport/channel_pacer.hpp"
 
 namespace {
 

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "common/combine.hpp"
-#include "transport/cuda/channel_pacer.hpp"
+#include "transport/channel_pacer.hpp"
 #include "transport/cuda/device.hpp"
 #include "transport/shm/fifo_segment_transport.hpp"
 #include "transport/shm/shm_segment.hpp"

@@ -1,11 +1,12 @@
-#include "transport/cuda/channel_pacer.hpp"
+#include "transport/channel_pacer.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace blink::transport {
 
-void ChannelPacer::setShares(std::vector<double> shares) {
-  shares_ = std::move(shares);
+void ChannelPacer::setShares(const std::vector<double>& shares) {
+  shares_ = shares;
 }
 
 double ChannelPacer::share(int channel) const {
@@ -14,11 +15,12 @@ double ChannelPacer::share(int channel) const {
   return s > 0.0 ? s : 1.0;
 }
 
-bool ChannelPacer::mayIssue(int peer, int channel, std::size_t bytes) {
-  Lane& me = lanes_[{peer, channel}];
-  // The lanes to this peer are adjacent in the map: (peer, any channel).
-  const auto first = lanes_.lower_bound({peer, -1 << 30});
-  const auto last = lanes_.upper_bound({peer, 1 << 30});
+bool ChannelPacer::mayIssue(int link, StreamKey lane, std::size_t bytes) {
+  Lane& me = lanes_[{link, lane.peer, lane.channel}];
+  constexpr int kLowest = std::numeric_limits<int>::min();
+  constexpr int kHighest = std::numeric_limits<int>::max();
+  const auto first = lanes_.lower_bound({link, kLowest, kLowest});
+  const auto last = lanes_.upper_bound({link, kHighest, kHighest});
   bool others = false;
   double behind = 0.0;  // the least finish among the other waiting lanes
   for (auto it = first; it != last; ++it) {
@@ -33,18 +35,18 @@ bool ChannelPacer::mayIssue(int peer, int channel, std::size_t bytes) {
     me.waiting = true;
   }
   if (others && behind < me.finish) return false;
-  me.finish += static_cast<double>(bytes) / share(channel);
+  me.finish += static_cast<double>(bytes) / share(lane.channel);
   me.granted += bytes;
   return true;
 }
 
-void ChannelPacer::idle(int peer, int channel) {
-  auto it = lanes_.find({peer, channel});
+void ChannelPacer::idle(int link, StreamKey lane) {
+  auto it = lanes_.find({link, lane.peer, lane.channel});
   if (it != lanes_.end()) it->second.waiting = false;
 }
 
-std::size_t ChannelPacer::granted(int peer, int channel) const {
-  auto it = lanes_.find({peer, channel});
+std::size_t ChannelPacer::granted(int link, StreamKey lane) const {
+  auto it = lanes_.find({link, lane.peer, lane.channel});
   return it == lanes_.end() ? 0 : it->second.granted;
 }
 
