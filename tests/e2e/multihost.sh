@@ -5,8 +5,9 @@
 #
 # Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE]
 #   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
-#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx (without
-#                it, streams between nodes take the default, pmpi).
+#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=pmpi (without
+#                it, streams between nodes take the default: MULTIHOST_DEFAULT_BETWEEN,
+#                ucx unless set; ctest sets it to what the build has).
 #   collectives  tests/test_collectives (every collective through the C API, in
 #                place and not, checked against PMPI_* or an exact oracle; every
 #                collective at 0..4 KiB, which must take the node leaders' algorithm);
@@ -33,9 +34,9 @@
 #   rooted_loop  tests/rooted_loop: 3000 Broadcasts of 32 bytes from rank 0 back to
 #                back, 3000 Reduces to it, the same rooted on the last rank (of the
 #                last host); then the same calls through PMPI_*, every result
-#                compared; the node leaders' rounds carry them between nodes. (Over
-#                ucx it stalls: see src/transport/ucx/ucx_transport.hpp; no .ucx
-#                variant until that is fixed.)
+#                compared; the node leaders' rounds carry them between nodes (over
+#                ucx it stalled before the progress thread: see
+#                src/transport/ucx/ucx_transport.hpp).
 #   kill         a rank of the last host is killed (SIGKILL) during 4 MiB AllReduce
 #                calls: every other rank's call fails within BLINK_TIMEOUT_S + 2 s, a
 #                rank of another host names the dead rank and its host, every process
@@ -46,7 +47,7 @@ case=$1 ranks=$2 build=$3
 setting=()
 [[ -z ${4:-} ]] || setting=(-x "$4")
 # The transport streams between nodes must take: the one named, else the default.
-between=pmpi
+between=${MULTIHOST_DEFAULT_BETWEEN:-ucx}
 [[ ${4:-} != BLINK_TRANSPORT=between=* ]] || between=${4#BLINK_TRANSPORT=between=}
 here=$(cd "$(dirname "$0")" && pwd)
 emulate=$here/../../scripts/emulate-hosts.sh
