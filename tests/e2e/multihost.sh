@@ -37,6 +37,10 @@
 #                compared; the node leaders' rounds carry them between nodes (over
 #                ucx it stalled before the progress thread: see
 #                src/transport/ucx/ucx_transport.hpp).
+#   fallback     (builds with UCX) rank 1 cannot set UCX up (UCX_TLS names no
+#                transport there): by default every rank takes pmpi between nodes,
+#                INFO says why, and rooted_loop's results are right; with
+#                BLINK_TRANSPORT=between=ucx the program fails instead.
 #   kill         a rank of the last host is killed (SIGKILL) during 4 MiB AllReduce
 #                calls: every other rank's call fails within BLINK_TIMEOUT_S + 2 s, a
 #                rank of another host names the dead rank and its host, every process
@@ -202,6 +206,21 @@ case "$case" in
       fail "streams between nodes did not take $between"
     grep -q "rounds between 2 leaders over $between" "$work/rooted_loop.err" ||
       fail "the calls did not take the node leaders' rounds over $between"
+    ;;
+  fallback)
+    cat >"$work/break_rank1.sh" <<'EOF'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" != 1 ] || export UCX_TLS=no_such_transport
+exec "$@"
+EOF
+    chmod +x "$work/break_rank1.sh"
+    run fallback 120 -x BLINK_DEBUG=INFO "$work/break_rank1.sh" "$build/tests/rooted_loop" 200 ||
+      fail "rooted_loop failed (exit $?)"
+    grep -q "rooted_loop: 800 calls, 0 wrong" "$work/fallback.out" || fail "wrong results"
+    grep -q "streams: shm within a node, pmpi between nodes (ucx could not be set up on every rank" \
+      "$work/fallback.err" || fail "streams between nodes did not fall back to pmpi with the reason"
+    run named 120 -x BLINK_TRANSPORT=between=ucx "$work/break_rank1.sh" \
+      "$build/tests/rooted_loop" 200 && fail "BLINK_TRANSPORT=between=ucx did not fail"
     ;;
   kill)
     dir=$work/kill
