@@ -95,11 +95,17 @@ void UcxProgressThread::run() {
   epoll_event events[8];
   while (!stopping_.load()) {
     if (driven_) {
+      // A collective drives the workers: at most one pass per kDrivenStale of its
+      // silence (it waits on its node's board, or failed without settling), never
+      // woken by the network, so that large transfers keep the lock and the cores.
       const auto idle = std::chrono::steady_clock::now() - last_drive_;
       if (idle < kDrivenStale) {
         driven_ended_.wait_for(lock, kDrivenStale - idle);
         continue;
       }
+      for (ucp_worker_h worker : workers_) ucp_worker_progress(worker);
+      driven_ended_.wait_for(lock, kDrivenStale);
+      continue;
     }
     progressAll();
     if (!armAll()) continue;
