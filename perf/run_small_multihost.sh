@@ -4,8 +4,11 @@
 # layouts of ranks per host.
 #
 # Usage: perf/run_small_multihost.sh [--build-dir DIR] [--layouts "2,2 2,2,1 1,1,1"]
-#                                    [--reps N] [--iters N]
+#                                    [--reps N] [--iters N] [--transport NAME]
 # (EMULATE_PREFIX: the hosts' namespace prefix, default sm<pid>)
+# --transport NAME: Blink's streams between nodes take NAME (BLINK_TRANSPORT=between=NAME;
+# default: Blink's own choice, ucx where built) and the files are named
+# small_multihost-NAME.*: run it for ucx and pmpi in turn to compare the two.
 # For each layout and repetition:
 #   - blink_perf --baseline mpi for allreduce, broadcast, reduce, allgather and
 #     reducescatter (float32, out of place, -n ITERS): each size runs through Blink's
@@ -19,14 +22,15 @@
 # Blink is faster).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build layouts="2,2 2,2,1 1,1,1" reps=5 iters=200
+build=$root/build layouts="2,2 2,2,1 1,1,1" reps=5 iters=200 transport=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --build-dir) build=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
     *) echo "run_small_multihost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,7 +40,10 @@ prefix=${EMULATE_PREFIX:-sm$$}
 prefix=${prefix:0:8}
 trap '"$emulate" teardown --prefix "$prefix" >/dev/null 2>&1 || true' EXIT
 mkdir -p "$root/perf/results"
-csv=$root/perf/results/small_multihost.csv
+stem=$root/perf/results/small_multihost${transport:+-$transport}
+csv=$stem.csv
+chosen=()
+[[ -z $transport ]] || chosen=(-x "BLINK_TRANSPORT=between=$transport")
 echo "layout,rep,source,impl,call,bytes,time_us" >"$csv"
 lib=$build/mpi_glue/libblink_mpi.so
 for layout in $layouts; do
@@ -45,7 +52,8 @@ for layout in $layouts; do
   "$emulate" setup --prefix "$prefix" --hosts "$hosts" >/dev/null
   for rep in $(seq 1 "$reps"); do
     for coll in allreduce broadcast reduce allgather reducescatter; do
-      "$emulate" run --prefix "$prefix" --ranks "$layout" "$build/perf/blink_perf" \
+      "$emulate" run --prefix "$prefix" --ranks "$layout" "${chosen[@]+"${chosen[@]}"}" \
+        "$build/perf/blink_perf" \
         --baseline mpi --collective "$coll" -b 8 -e 4K -n "$iters" -w 20 --inplace 0 \
         --format csv | awk -F, -v l="$name" -v r="$rep" \
         '$1 == "blink" || $1 == "mpi" { print l "," r ",blink_perf," $1 "," $2 "," $3 "," $7 }' \
@@ -55,14 +63,15 @@ for layout in $layouts; do
     ((rep % 2 == 0)) && order="blink mpi"
     for impl in $order; do
       extra=()
-      [[ $impl == blink ]] && extra=(-x "LD_PRELOAD=$lib" -x BLINK_MPI_MIN_BYTES=0)
+      [[ $impl == blink ]] &&
+        extra=(-x "LD_PRELOAD=$lib" -x BLINK_MPI_MIN_BYTES=0 "${chosen[@]+"${chosen[@]}"}")
       "$emulate" run --prefix "$prefix" --ranks "$layout" "${extra[@]+"${extra[@]}"}" \
         "$build/perf/mpi_small_calls" -n $((iters * 10)) | tail -n +2 |
         sed "s/^/$name,$rep,interposer,$impl,/" >>"$csv"
     done
   done
 done
-/usr/bin/python3 - "$csv" "$root/perf/results/small_multihost.md" <<'EOF'
+/usr/bin/python3 - "$csv" "$stem.md" <<'EOF'
 import csv, statistics, sys
 from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))

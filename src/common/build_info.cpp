@@ -13,11 +13,11 @@ extern "C" blinkResult_t blinkGetVersion(int* version) {
 }
 
 // What this build can run, not which CMake options were on: the runtime moves host
-// memory through shared memory within a node and PMPI point-to-point between nodes
-// (src/runtime/communicator.cpp), and device memory within a node through the
-// device transport on a CUDA device (built with CUDA) or the emulated one (always; see
-// runtime/process_device.hpp); where UCX was found, the ucx transport can carry streams
-// between nodes when BLINK_TRANSPORT names it (transport/ucx/); communicators plan on the
+// memory through shared memory within a node and, between nodes, UCX where it was
+// found and every rank sets it up, PMPI point-to-point otherwise or when
+// BLINK_TRANSPORT names it (transport/registry.cpp, transport/ucx/), and device memory
+// within a node through the device transport on a CUDA device (built with CUDA) or
+// the emulated one (always; see runtime/process_device.hpp); communicators plan on the
 // topology discovered with hwloc and NVML (runtime/job_topology.cpp) or
 // BLINK_TOPO, and choose among the algorithms of runtime/algorithm_choice.hpp. Update it in the
 // same commit that makes one of these untrue.
@@ -27,8 +27,9 @@ extern "C" const char* blinkGetBuildInfo(void) {
       ", transports: shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
       (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES + ")"
                        : std::string("CUDA: not built, emulated device only")) +
-      (BLINK_HAVE_UCX ? "; UCX: the ucx transport between nodes, opt-in (BLINK_TRANSPORT)"
-                      : "; UCX: not built") +
+      (BLINK_HAVE_UCX ? "; UCX: the ucx transport, the default between nodes (pmpi where a "
+                        "rank cannot set it up, or by BLINK_TRANSPORT)"
+                      : "; UCX: not built, pmpi between nodes") +
       "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
       "direct, leaders, trees, hierarchical, ring, dbt)";
   return info.c_str();

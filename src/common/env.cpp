@@ -124,10 +124,10 @@ const std::vector<Variable>& registry() {
       {"BLINK_TRANSPORT", Kind::Text, "NAME or within=NAME,between=NAME", "",
        "The transport a plan's streams use between ranks of one node (`within`) and of "
        "different nodes (`between`); unset, the first registered one that can serve them "
-       "(`blink-info --version` lists them): `shm` within a node, `pmpi` between nodes. `pmpi` "
-       "serves both; `ucx` (where this build has UCX; opt-in, it can still stall over UCX "
-       "1.13's TCP) only `between`: e.g. `between=ucx`. A transport named here must work (no "
-       "fallback)."},
+       "(`blink-info --version` lists them): `shm` within a node; between nodes `ucx` where "
+       "this build has UCX and every rank sets it up, else `pmpi` (the reason is at "
+       "BLINK_DEBUG=INFO and in explain). `pmpi` serves both; `ucx` only `between`: e.g. "
+       "`between=pmpi`. A transport named here must work (no fallback)."},
       {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
        "The capacity of the one-shot shared-memory board: collectives of at most this many "
        "bytes on a communicator within one node may take it (every rank posts its input on a "

@@ -181,17 +181,10 @@ Communicator::Communicator(MPI_Comm comm) {
         // Every rank is here together. A transport BLINK_TRANSPORT named must work;
         // the default one may give way to the first that serves every reach.
         if (!transports_.between_chosen_by_default) throw;
-        const transport::TransportSelection fallback = transport::selectTransports("pmpi");
-        between_note_ =
-            " (" + transports_.between_nodes->name + " could not be used: " + e.what() + ")";
-        if (layout_.rank == 0) {
-          BLINK_LOG(Info, "streams between nodes take " << fallback.between_nodes->name << ": "
-                                                        << transports_.between_nodes->name
-                                                        << " could not be used: " << e.what());
-        }
-        transports_.between_nodes = fallback.between_nodes;
+        transport::fallBackBetweenNodes(transports_, e.what());
         between_nodes_ = make(transports_.between_nodes);
       }
+      between_note_ = " (" + transports_.why_between + ")";
       if (pace_between_nodes_) paceBetweenNodes();
       const std::string details = between_nodes_->details();
       if (!details.empty()) between_note_ += " (" + details + ")";

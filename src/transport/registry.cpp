@@ -30,18 +30,18 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
                                      "' (this build has: " + known + ")");
 }
 
-// The transports this build has besides the built-in ones, after them: UCX is
-// opt-in (BLINK_TRANSPORT=between=ucx). It was the default for a while, until a
-// 32-byte send of the node leaders' Broadcast never left its sender over UCX 1.13's
-// TCP transport after some 500 back-to-back calls across emulated hosts (the flush
-// of settle() timed out; ucx_transport.hpp), so pmpi stays first.
+// The transports this build has besides the built-in ones, first: UCX is the
+// default between nodes where it is built (pmpi where any rank fails to set it up;
+// fallBackBetweenNodes). It was opt-in while a 32-byte send of the node leaders'
+// Broadcast could stall over UCX 1.13's TCP transport; the progress thread
+// (ucx/ucx_progress_thread.hpp) removed the cause.
 bool addOptionalTransports(std::vector<TransportEntry>& entries) {
 #if BLINK_HAVE_UCX
-  entries.insert(entries.end(),
+  entries.insert(entries.begin(),
                  {"ucx",
                   "UCX tagged messages between nodes, one UCP context per NIC of the node "
-                  "(BLINK_UCX_NICS); opt-in (BLINK_TRANSPORT=between=ucx): it can still stall "
-                  "over UCX 1.13's TCP transport",
+                  "(BLINK_UCX_NICS) and a progress thread per process; the default between "
+                  "nodes where every rank sets it up",
                   false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
                     UcxSetUp u;
                     u.comm = s.comm;
@@ -112,6 +112,13 @@ TransportSelection selectTransports(std::string_view spec) {
     if (out.within_node == nullptr && entry.within_node) out.within_node = &entry;
     if (out.between_nodes == nullptr && entry.between_nodes) out.between_nodes = &entry;
   }
+  if (out.between_chosen_by_default) {
+    out.why_between = out.between_nodes->name == "ucx"
+                          ? "the default: this build has UCX and every rank set it up"
+                          : "the default: this build has no UCX";
+  } else {
+    out.why_between = "named by BLINK_TRANSPORT";
+  }
   if (!out.within_node->within_node || !out.between_nodes->between_nodes) {
     const TransportEntry& bad =
         !out.within_node->within_node ? *out.within_node : *out.between_nodes;
@@ -121,6 +128,12 @@ TransportSelection selectTransports(std::string_view spec) {
                     (!out.within_node->within_node ? "within a node" : "between nodes"));
   }
   return out;
+}
+
+void fallBackBetweenNodes(TransportSelection& selection, const std::string& why) {
+  const std::string failed = selection.between_nodes->name;
+  selection.between_nodes = &byName("pmpi", "pmpi");
+  selection.why_between = failed + " could not be set up on every rank: " + why;
 }
 
 }  // namespace blink::transport

@@ -49,6 +49,7 @@ struct TransportSelection {
   const TransportEntry* within_node = nullptr;
   const TransportEntry* between_nodes = nullptr;
   bool between_chosen_by_default = true;  // BLINK_TRANSPORT did not name it
+  std::string why_between;                // why between_nodes was chosen (INFO, explain)
   std::string describe() const;           // "shm within a node, pmpi between nodes"
 };
 
@@ -57,5 +58,10 @@ struct TransportSelection {
 // blink::Error(blinkInvalidInput) for an unknown name or one that cannot serve the
 // reach it is given.
 TransportSelection selectTransports(std::string_view spec);
+
+// Where the default transport between nodes could not be set up (it throws
+// CollectiveError, i.e. on every rank together: one rank failing makes all fall
+// back): pmpi instead, with `why` recorded.
+void fallBackBetweenNodes(TransportSelection& selection, const std::string& why);
 
 }  // namespace blink::transport

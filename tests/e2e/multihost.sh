@@ -5,8 +5,9 @@
 #
 # Usage: multihost.sh CASE RANKS BUILD_DIR [VARIABLE=VALUE...]
 #   RANKS: ranks per host, e.g. 2,2 (two hosts) or 2,1,1 (three, unequal).
-#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=ucx (without
-#                it, streams between nodes take the default, pmpi).
+#   VARIABLE=VALUE: set for every rank, e.g. BLINK_TRANSPORT=between=pmpi (without
+#                it, streams between nodes take the default: MULTIHOST_DEFAULT_BETWEEN,
+#                ucx unless set; ctest sets it to what the build has).
 #   collectives  tests/test_collectives (every collective through the C API, in
 #                place and not, checked against PMPI_* or an exact oracle; every
 #                collective at 0..4 KiB, which must take the node leaders' algorithm);
@@ -40,9 +41,13 @@
 #   rooted_loop  tests/rooted_loop: 3000 Broadcasts of 32 bytes from rank 0 back to
 #                back, 3000 Reduces to it, the same rooted on the last rank (of the
 #                last host); then the same calls through PMPI_*, every result
-#                compared; the node leaders' rounds carry them between nodes. (Over
-#                ucx it stalls: see src/transport/ucx/ucx_transport.hpp; no .ucx
-#                variant until that is fixed.)
+#                compared; the node leaders' rounds carry them between nodes (over
+#                ucx it stalled before the progress thread: see
+#                src/transport/ucx/ucx_transport.hpp).
+#   fallback     (builds with UCX) rank 1 cannot set UCX up (UCX_TLS names no
+#                transport there): by default every rank takes pmpi between nodes,
+#                INFO says why, and rooted_loop's results are right; with
+#                BLINK_TRANSPORT=between=ucx the program fails instead.
 #   kill         a rank of the last host is killed (SIGKILL) during 4 MiB AllReduce
 #                calls: every other rank's call fails within BLINK_TIMEOUT_S + 2 s, a
 #                rank of another host names the dead rank and its host, every process
@@ -52,7 +57,7 @@ set -euo pipefail
 case=$1 ranks=$2 build=$3
 setting=()
 # The transport streams between nodes must take: the one named, else the default.
-between=pmpi
+between=${MULTIHOST_DEFAULT_BETWEEN:-ucx}
 for variable in "${@:4}"; do
   setting+=(-x "$variable")
   [[ $variable != BLINK_TRANSPORT=between=* ]] || between=${variable#BLINK_TRANSPORT=between=}
@@ -235,6 +240,21 @@ case "$case" in
       fail "streams between nodes did not take $between"
     grep -q "rounds between 2 leaders over $between" "$work/rooted_loop.err" ||
       fail "the calls did not take the node leaders' rounds over $between"
+    ;;
+  fallback)
+    cat >"$work/break_rank1.sh" <<'EOF'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" != 1 ] || export UCX_TLS=no_such_transport
+exec "$@"
+EOF
+    chmod +x "$work/break_rank1.sh"
+    run fallback 120 -x BLINK_DEBUG=INFO "$work/break_rank1.sh" "$build/tests/rooted_loop" 200 ||
+      fail "rooted_loop failed (exit $?)"
+    grep -q "rooted_loop: 800 calls, 0 wrong" "$work/fallback.out" || fail "wrong results"
+    grep -q "streams: shm within a node, pmpi between nodes (ucx could not be set up on every rank" \
+      "$work/fallback.err" || fail "streams between nodes did not fall back to pmpi with the reason"
+    run named 120 -x BLINK_TRANSPORT=between=ucx "$work/break_rank1.sh" \
+      "$build/tests/rooted_loop" 200 && fail "BLINK_TRANSPORT=between=ucx did not fail"
     ;;
   kill)
     dir=$work/kill

@@ -224,7 +224,7 @@ TEST(Communicators, SplitAndDupAliveTogether) {
 }
 
 // Ranks of one machine grouped as two nodes: streams between them take the
-// default transport, pmpi (UCX is opt-in).
+// default transport, ucx where it is built (pmpi otherwise).
 TEST(Communicators, EmulatedNodesStreamBetweenThem) {
   const int rank = commRank(MPI_COMM_WORLD), n = commSize(MPI_COMM_WORLD);
   if (n < 2) GTEST_SKIP() << "needs two ranks";
@@ -236,7 +236,7 @@ TEST(Communicators, EmulatedNodesStreamBetweenThem) {
   ASSERT_EQ(blinkCommExplain(comm.get(), text, sizeof(text), &length), blinkSuccess);
   EXPECT_NE(std::string(text).find("2 node(s)"), std::string::npos) << text;
   if (std::getenv("BLINK_TRANSPORT") == nullptr) {
-    const std::string between = "pmpi between nodes";
+    const std::string between = BLINK_HAVE_UCX ? "ucx between nodes" : "pmpi between nodes";
     EXPECT_NE(std::string(text).find(between), std::string::npos) << text;
   }
   checkAllReduce(comm, blinkFloat32, blinkSum, 100003, false);

@@ -27,9 +27,9 @@ TEST(CApi, BuildInfoSaysWhatRuns) {
   EXPECT_NE(info.find(BLINK_HAVE_CUDA ? "CUDA kernels compiled (sm_" : "CUDA: not built"),
             std::string::npos)
       << info;
-  EXPECT_NE(
-      info.find(BLINK_HAVE_UCX ? "UCX: the ucx transport between nodes, opt-in" : "UCX: not built"),
-      std::string::npos)
+  EXPECT_NE(info.find(BLINK_HAVE_UCX ? "UCX: the ucx transport, the default between nodes"
+                                     : "UCX: not built"),
+            std::string::npos)
       << info;
   EXPECT_EQ(info.find(" on,"), std::string::npos) << info;
   EXPECT_STREQ(blinkGetBuildInfo(), blinkGetBuildInfo());  // one static string

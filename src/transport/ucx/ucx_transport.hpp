@@ -1,41 +1,32 @@
 // Streams between nodes over UCX (UCP), one context and worker per NIC of the node.
 //
-// Opt-in (BLINK_TRANSPORT=between=ucx; registry.cpp). Three rules removed the stalls
-// seen in test_collectives (UCX 1.13 over TCP, emulated hosts; before them an 80 KB
-// Reduce across 2-3 hosts stalled in about 1 run of 8, after them 0 of 80):
-// - settle() flushes every worker before a collective returns: over TCP, a send
-//   completes once UCX has copied it, and the bytes the socket did not take move
-//   only while the SENDER progresses; a rank that returned and sat in PMPI_Reduce
-//   left its peer waiting for ever.
+// The default between nodes where UCX is built and every rank sets it up (pmpi
+// otherwise; registry.cpp); BLINK_TRANSPORT=between=pmpi chooses pmpi. Files: the
+// fabric (ucx_fabric.hpp: workers, endpoints), its progress thread
+// (ucx_progress_thread.hpp), the streams (ucx_streams.hpp), and this, the
+// transport of one communicator (set-up, greetings, NIC choice).
+//
+// What UCX 1.13 over TCP (emulated hosts) taught:
+// - A send completes once UCX has copied it; the bytes the socket did not take move
+//   only while the SENDER's worker is progressed, and an endpoint's wire-up or
+//   flush completes only once the PEER's worker answers. A rank that has returned
+//   from Blink (into PMPI or user code) progressed nothing, so its peers waited for
+//   it for ever: first a Reduce whose sender sat in PMPI_Reduce; then, with every
+//   collective flushing its workers before it returned, the node leaders' Broadcast
+//   of 32 bytes back to back across 2+2 hosts (tests/e2e/rooted_loop.c, stalled in
+//   3 runs of 3): the root's flush waited for the other node's non-leader, which
+//   had left for its node's board, where it waited for its leader, which waited in
+//   its UCX receive for the root's next Broadcast: a cycle. Every scheme in which a
+//   rank waits for a peer to answer after that peer has what it needs fails once the
+//   peer leaves Blink (flushing only the endpoints sent on, synchronous sends,
+//   staged acknowledged sends: branch wip-ucx17b-sync-experiment).
+// - The fix: progress that does not depend on Blink being called. A progress thread
+//   per process (ucx_progress_thread.hpp) progresses the workers whenever no
+//   collective drives them, asleep on their event fds, so sends stay eager and
+//   settle() waits for nobody: it hands the workers back to the thread.
 // - Every wait progresses every NIC's worker, not only the stream's.
 // - On IP interfaces sends are eager (RNDV_THRESH=inf unless UCX_RNDV_THRESH is
 //   set): a rendezvous of 40 KB sometimes never completed, both sides progressing.
-// Still open, and why it is not the default: the node leaders' Broadcast of 32
-// bytes back to back across 2+2 emulated hosts stalls after some hundreds of calls
-// (tests/e2e/rooted_loop.c reproduces it in 3 runs of 3; multihost.rooted_loop.2_2
-// runs it over pmpi only). The cause, measured at the stall: settle() flushes the
-// whole worker, i.e. every endpoint, including the one to the other node's
-// non-leader, which the Broadcast never sends to; over UCX 1.13's TCP transport an
-// endpoint's flush completes only once the peer's worker has answered (the flush of
-// the endpoint to the receiving leader, which sat in its UCX receive, completed at
-// once; the one to the non-leader never did). The non-leader progresses UCX only in
-// its own settle(); when the root's flush reached it after that, it went on to wait
-// on its node's shared-memory board for its leader, the leader waited in its UCX
-// receive for the root's next Broadcast, and the root was still in its flush: a cycle.
-// Tried (branch wip-ucx17b-sync-experiment): flushing only the endpoints sent on
-// (fails at once in test_collectives: the receiver has returned to PMPI_Reduce and
-// never answers the flush), synchronous sends (plans deadlock: a receive waits for a
-// send of its own rank), staged synchronous sends acknowledged before settle()
-// returns, with every runtime wait progressing UCX: fixes the Broadcast; staged up
-// to 64 KiB, 40 KB messages were matched and never acknowledged (half the runs of
-// multihost.collectives stalled); staged up to 8 KiB (UCX's single-fragment eager
-// range over TCP; larger sends complete once written to the socket), the
-// collectives and rooted_loop passed 2 runs of 2, too few to make it the default.
-// Every scheme in which a rank waits for a peer
-// to answer after that peer has what it needs fails once the peer leaves Blink; the
-// fix that remains is progress that does not depend on Blink being called: a
-// progress thread per process (workers in UCS_THREAD_MODE_SERIALIZED, taken by the
-// collective while it runs), after which sends can stay eager and settle() empty.
 //
 // Why the tagged API: a stream is an ordered sequence of messages from one rank to
 // one peer, and the receiver always knows the size of the next one: that is exactly
@@ -52,10 +43,13 @@
 // that spans nodes and kept until the process exits: communicators come and go
 // (the interposer makes one per MPI communicator), and UCP contexts, listening
 // sockets and connections are slow to make and unsafe to tear down while a peer
-// may still be reading what was sent (a destroyed communicator flushes instead).
+// may still be reading what was sent (what a destroyed communicator sent keeps
+// leaving: the progress thread outlives it).
 // Endpoints are kept per (NIC, peer worker), shared by communicators. The workers
-// are single-threaded: collectives of communicators that use ucx must not run on
-// several threads at once (UCX's thread-safe mode cost 20x in small-call latency).
+// are UCS_THREAD_MODE_SERIALIZED with one mutex of the fabric around every UCP call
+// (UCX's own thread-safe mode cost 20x in small-call latency); collectives of
+// communicators that use ucx must still not run on several threads at once (their
+// tags' sequence numbers assume one caller).
 //
 // NICs: each process opens one context per NIC of its node (nic_list.hpp),
 // restricted to that device (UCX_NET_DEVICES). Every rank's worker addresses are
@@ -71,7 +65,7 @@
 // rank, its host and the device. Both ends greet each other on a link's first
 // use, so that a receiver too hears of a sender's death. Everything else is
 // bounded by the executor's timeout. Progress is non-blocking: push/pull progress
-// the worker of their NIC and return.
+// every NIC's worker and return.
 #pragma once
 
 #include <mpi.h>
@@ -114,7 +108,7 @@ class UcxTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
-  // Flushes every NIC's worker (see the header comment).
+  // Hands the workers back to the progress thread (see the header comment).
   void settle(double timeout_seconds) override;
 
   // The NIC index a stream from `sender` on `channel` uses.
