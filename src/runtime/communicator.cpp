@@ -185,6 +185,16 @@ Communicator::Communicator(MPI_Comm comm) {
         between_nodes_ = make(transports_.between_nodes);
       }
       between_note_ = " (" + transports_.why_between + ")";
+      if (transports_.between_chosen_by_default && between_nodes_->name() != "pmpi") {
+        for (const transport::TransportEntry& entry : transport::transportRegistry()) {
+          if (entry.name != "pmpi") continue;
+          try {
+            rounds_alternative_ = make(&entry);
+          } catch (const CollectiveError&) {
+            rounds_alternative_ = nullptr;  // every rank together: the leaders keep the default
+          }
+        }
+      }
       if (pace_between_nodes_) paceBetweenNodes();
       const std::string details = between_nodes_->details();
       if (!details.empty()) between_note_ += " (" + details + ")";

@@ -111,6 +111,10 @@ class Communicator {
   // (on every rank) when it cannot be made, which rules it out from then on.
   bool ensureNodeAlgorithm(Algorithm algorithm);
   bool ensureLeaders();  // the same for the node leaders' algorithm
+  // Where streams between nodes took UCX by default, the leaders' rounds (one small
+  // message per peer: latency, not the NIC, decides) take whichever of UCX and PMPI a
+  // short measurement at set-up finds faster, the same on every rank.
+  void chooseLeadersTransport();
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
   // the working buffer's layout and saves copying it into `work` first.
   // BLINK_PACE_BETWEEN_NODES=1: the streams between nodes go through
@@ -157,6 +161,9 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
+  Transport* rounds_alternative_ = nullptr;  // pmpi, measured against it for the leaders' rounds
+  Transport* leaders_between_ = nullptr;     // what the leaders' rounds take (set up with them)
+  std::string leaders_note_;                 // why, for INFO and explain
   std::string between_note_;         // why between_nodes_ is what it is, and its NICs, for explain
   bool pace_between_nodes_ = false;  // BLINK_PACE_BETWEEN_NODES=1
   std::size_t pace_piece_bytes_ = transport::kPacedPieceBytes;  // BLINK_PACE_PIECE_BYTES

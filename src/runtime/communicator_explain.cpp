@@ -60,7 +60,12 @@ std::string Communicator::explain() const {
     out << "  leaders: across nodes, calls up to " << node_.board_capacity
         << " bytes: the board on each node, then recursive doubling (AllReduce, AllGather, "
            "ReduceScatter) or a binomial tree (Broadcast, Reduce) between the "
-        << layout_.num_nodes << " node leaders over " << between_nodes_->name()
+        << layout_.num_nodes << " node leaders over "
+        << (leaders_between_ != nullptr ? leaders_between_->name() : between_nodes_->name())
+        << (leaders_note_.empty() ? "" : " (" + leaders_note_ + ")")
+        << (rounds_alternative_ != nullptr && !leaders_
+                ? " (ucx or pmpi, whichever is measured faster when they are set up)"
+                : "")
         << ", then the board again" << (leaders_ ? "" : ", not set up yet") << "\n";
   } else {
     out << "  leaders: off (" << node_.leaders_off << ")\n";
