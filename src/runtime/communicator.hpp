@@ -115,6 +115,8 @@ class Communicator {
   // message per peer: latency, not the NIC, decides) take whichever of UCX and PMPI a
   // short measurement at set-up finds faster, the same on every rank.
   void chooseLeadersTransport();
+  // The node leaders' algorithm over `between` on this communicator's board and layout.
+  std::unique_ptr<algorithms::NodeLeaders> makeNodeLeaders(Transport& between) const;
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
   // the working buffer's layout and saves copying it into `work` first.
   // BLINK_PACE_BETWEEN_NODES=1: the streams between nodes go through

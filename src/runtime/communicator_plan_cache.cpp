@@ -172,6 +172,14 @@ bool Communicator::ensureNodeAlgorithm(Algorithm algorithm) {
   return true;
 }
 
+std::unique_ptr<algorithms::NodeLeaders> Communicator::makeNodeLeaders(Transport& between) const {
+  return std::make_unique<algorithms::NodeLeaders>(
+      one_shot_.get(), between,
+      algorithms::NodeLeaders::Layout{layout_.rank, layout_.node_of_rank,
+                                      layout_.local_rank_of_rank},
+      node_.board_capacity, timeout_s_);
+}
+
 bool Communicator::ensureLeaders() {
   // Each node's board fails on its ranks together, the streams on some ranks only:
   // every rank learns of any failure, so all drop the algorithm together.
@@ -192,11 +200,7 @@ bool Communicator::ensureLeaders() {
       one_shot_ =
           std::make_unique<algorithms::ShmOneShot>(node_comm_, node_.board_capacity, timeout_s_);
     }
-    leaders_ = std::make_unique<algorithms::NodeLeaders>(
-        one_shot_.get(), *between_nodes_,
-        algorithms::NodeLeaders::Layout{layout_.rank, layout_.node_of_rank,
-                                        layout_.local_rank_of_rank},
-        node_.board_capacity, timeout_s_);
+    leaders_ = makeNodeLeaders(*between_nodes_);
   } catch (const Error& e) {
     if (e.status() == blinkTimeout) throw;
     failure = std::make_unique<Error>(e);
@@ -224,11 +228,7 @@ void Communicator::chooseLeadersTransport() {
   std::unique_ptr<algorithms::NodeLeaders> other;
   std::unique_ptr<Error> failure;
   try {
-    other = std::make_unique<algorithms::NodeLeaders>(
-        one_shot_.get(), *rounds_alternative_,
-        algorithms::NodeLeaders::Layout{layout_.rank, layout_.node_of_rank,
-                                        layout_.local_rank_of_rank},
-        node_.board_capacity, timeout_s_);
+    other = makeNodeLeaders(*rounds_alternative_);
     const auto keys = other->streamsNeeded();
     rounds_alternative_->ensureStreams(keys, keys);
   } catch (const Error& e) {
