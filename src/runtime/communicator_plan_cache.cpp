@@ -272,6 +272,10 @@ void Communicator::chooseLeadersTransport() {
   note << "measured at set-up, an 8-byte AllReduce through the leaders: " << between_nodes_->name()
        << " " << us[0] << " us, " << rounds_alternative_->name() << " " << us[1] << " us";
   leaders_note_ = note.str();
+  // Both carried the measurement's rounds: hand them back as after any call (UCX's
+  // workers would otherwise stay with a collective, progressed only now and then).
+  between_nodes_->settle(timeout_s_);
+  rounds_alternative_->settle(timeout_s_);
   if (alternative_faster) {
     leaders_ = std::move(other);
     leaders_between_ = rounds_alternative_;
