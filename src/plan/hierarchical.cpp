@@ -23,6 +23,12 @@ void Composer::run(Collective c, int root_rank) {
   std::vector<Block> blocks;
   switch (c) {
     case Collective::AllReduce: {
+      if (rail_rings_) {
+        // One block: the rings rotate their segments' homes over the nodes themselves.
+        whole_cuts_ = true;
+        blocks.push_back({{0, plan_.bytes}, 0, -1});
+        break;
+      }
       // N blocks; from kWholeCutsMinNodes nodes on, stripes (one per port of the
       // nodes with the most), each cut into N blocks: each port's part of the
       // buffer is then one contiguous run holding about 1/N of every home's bytes,
@@ -70,7 +76,8 @@ void Composer::run(Collective c, int root_rank) {
     }
   }
   const int chain_hops = (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
-  pipeline_depth_ = interDepth(c, nodes) + 2 * intra_depth;
+  // A rail ring drains a chunk in about two chunk times (2(N - 1) segments of 1/N).
+  pipeline_depth_ = (rail_rings_ ? 2 : interDepth(c, nodes)) + 2 * intra_depth;
   // The bytes all messages move together, about: every byte once over each edge of a
   // node's trees per intra-node phase (two for AllReduce), and once per chain hop.
   // Spread over at most max_transfers_ messages, that is the smallest chunk.
@@ -103,6 +110,13 @@ void Composer::run(Collective c, int root_rank) {
   auto everyPiece = [](const Piece&) { return true; };
   switch (c) {
     case Collective::AllReduce:
+      if (rail_rings_) {
+        rail_chunk_ = railChunkBytes(nodes);
+        for (int k = 0; k < nodes; ++k) railIntra(k, true, p1);
+        railRings(p2);
+        for (int k = 0; k < nodes; ++k) railIntra(k, false, p3);
+        break;
+      }
       for (int k = 0; k < nodes; ++k) intraOwned(k, everyPiece, true, p1);
       chains(true, true, p2);
       for (int k = 0; k < nodes; ++k) intraOwned(k, everyPiece, false, p3);
@@ -288,9 +302,11 @@ void Composer::describe() {
 
 }  // namespace detail
 
-Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
-                       int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
-                       std::size_t max_transfers) {
+namespace {
+
+Plan compose(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+             int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
+             std::size_t max_transfers, bool rail_rings) {
   Plan plan = emptyPlan(collective, "blink-hierarchical", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
   if (!isMultiNode(topology)) {
@@ -307,10 +323,24 @@ Plan lowerHierarchical(Collective collective, const topo::Topology& topology, st
     plan.root = root_rank;
   }
   if (bytes == 0) return plan;
-  detail::Composer composer(plan, topology, options, pack, max_transfers);
+  detail::Composer composer(plan, topology, options, pack, max_transfers, rail_rings);
   composer.run(collective, rooted ? root_rank : -1);
   validateStructure(plan);
   return plan;
+}
+
+}  // namespace
+
+Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
+                       int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
+                       std::size_t max_transfers) {
+  return compose(collective, topology, bytes, root_rank, options, pack, max_transfers, false);
+}
+
+Plan lowerRailRings(const topo::Topology& topology, std::uint64_t bytes,
+                    const LowerOptions& options, const treegen::PackOptions& pack,
+                    std::size_t max_transfers) {
+  return compose(Collective::AllReduce, topology, bytes, -1, options, pack, max_transfers, true);
 }
 
 }  // namespace blink::plan

@@ -99,4 +99,17 @@ Plan lowerHierarchical(Collective collective, const topo::Topology& topology, st
                        const treegen::PackOptions& pack = {},
                        std::size_t max_transfers = kHierarchicalMaxTransfers);
 
+// AllReduce's rail variant of the hierarchical plan (also "blink-hierarchical": the
+// same intra-node trees, another inter-node phase): a pipelined ring AllReduce per
+// rail (the owners of one part of the buffer, one per node, each on its own NIC),
+// chunk after chunk, each chunk cut into one segment per node; the intra-node
+// ReduceScatter and AllGather move each chunk in the order its ring takes and gives
+// its segments on that node, so every NIC is busy from the first segment and a chunk
+// drains in about two chunk times whatever the node count (NCCL's ring across rails).
+// The planner keeps whichever of the two is predicted faster. Same errors as
+// lowerHierarchical.
+Plan lowerRailRings(const topo::Topology& topology, std::uint64_t bytes,
+                    const LowerOptions& options, const treegen::PackOptions& pack = {},
+                    std::size_t max_transfers = kHierarchicalMaxTransfers);
+
 }  // namespace blink::plan

@@ -2,7 +2,8 @@
 // hierarchical.hpp). One class whose members are defined in three files along the
 // phases: hierarchical.cpp (ownership, chunk sizes, channels and steps),
 // hierarchical_intra.cpp (node classes, their trees, the intra-node phases) and
-// hierarchical_inter.cpp (the inter-node phase: chains, double binary trees, routes).
+// hierarchical_inter.cpp (the inter-node phase: chains, double binary trees, routes)
+// and hierarchical_rail.cpp (AllReduce's rail variant: a pipelined ring per rail).
 #pragma once
 
 #include <cstddef>
@@ -54,7 +55,7 @@ struct NodeTrees {
 class Composer {
  public:
   Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
-           const treegen::PackOptions& pack, std::size_t max_transfers)
+           const treegen::PackOptions& pack, std::size_t max_transfers, bool rail_rings = false)
       : plan_(plan),
         t_(t),
         options_(options),
@@ -62,7 +63,8 @@ class Composer {
         layout_(nodeLayout(t)),
         b_(plan, t, options),
         tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)),
-        max_transfers_(max_transfers) {}
+        max_transfers_(max_transfers),
+        rail_rings_(rail_rings) {}
 
   void run(Collective c, int root_rank);
 
@@ -153,8 +155,10 @@ class Composer {
   // part makes kMinChunksPerChannel chunks: each with an equal part of the tree's rate as
   // its share and its chunks, its first chunk k/channels of one so that the channels
   // take turns waiting out a step's latency.
+  // in_order: the ranges are dealt one after the other, in the order given (the rail
+  // rings' order), instead of advancing together.
   void intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
-             int channel_base, int channels_per_tree = 1);
+             int channel_base, int channels_per_tree = 1, bool in_order = false);
 
   void treePass(const detail::LoweredTree& tree, int channel, Range c, bool up);
 
@@ -206,6 +210,32 @@ class Composer {
 
   // The rate of hop h's route per port that shares its busier NIC.
   double hopGbps(const Hop& h);
+
+  // ---- AllReduce's rail variant (hierarchical_rail.cpp) ----
+  //
+  // Every node cuts the whole buffer among its ports (whole cuts); the common
+  // refinement of the cuts gives the rails (pieces: one owner per node; on identical
+  // nodes one per port, a stripe of the buffer). Each rail is cut into ring chunks,
+  // each chunk into N segments, and the chunk crosses the nodes in a ring AllReduce
+  // over the rail's owners (node k sends to node k - 1: reduce-scatter then
+  // all-gather, 2(N - 1) steps of one segment), so every NIC carries one send and one
+  // receive per rail at a time from the first segment on, and a chunk drains after
+  // 2(N - 1) segment times, about two chunk times however many nodes there are. The
+  // intra-node phases move each owner's chunks in the order the ring takes and gives
+  // its segments on that node (from segment k + 1 for the reduction, from k for the
+  // gather), so the ring is fed from its first step.
+
+  // The bytes of one ring chunk of a rail (N segments).
+  std::uint64_t railChunkBytes(int nodes) const;
+
+  // The ring chunks of rail p.
+  std::vector<Range> railChunks(const Piece& p) const;
+
+  // Node k: each owner's rails over the node's allgather trees, in ring order.
+  void railIntra(int k, bool up, int channel_base);
+
+  // The rings of every rail, chunk after chunk.
+  void railRings(int channel_base);
 
   // ---- channel shares ----
 
@@ -270,6 +300,8 @@ class Composer {
   bool one_way_trees_ = false;     // AllGather/ReduceScatter: pieces over two binary trees
   bool runs_ = false;              // AllReduce moves each port's run between nodes as one
   std::uint64_t inter_floor_ = 0;  // runs_ or one_way_trees_: the inter-node smallest chunk
+  bool rail_rings_ = false;        // AllReduce: a pipelined ring per rail between nodes
+  std::uint64_t rail_chunk_ = 0;   // rail_rings_: the bytes of one ring chunk
 };
 
 }  // namespace blink::plan::detail

@@ -161,7 +161,7 @@ void Composer::intraWhole(int k, int root_rank, bool up, int channel_base) {
 }
 
 void Composer::intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
-                     int channel_base, int channels_per_tree) {
+                     int channel_base, int channels_per_tree, bool in_order) {
   for (const auto& [root, list] : ranges) {
     if (list.empty()) continue;
     auto it = nt.by_root.find(root);
@@ -227,6 +227,7 @@ void Composer::intra(const NodeTrees& nt, const std::map<int, std::vector<Range>
             lessDone(done[k], list[k].second, done[range], list[range].second)) {
           range = k;
         }
+        if (in_order) break;
       }
       const std::uint64_t want = lane.dealt.empty() && lane.lead > 0 ? lane.lead : lane.chunk;
       const std::uint64_t len = std::min(want, list[range].second - done[range]);

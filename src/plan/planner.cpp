@@ -221,6 +221,29 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
   }
 }
 
+// AllReduce's rail variant of the hierarchical plan (a pipelined ring per rail between
+// nodes, lowerRailRings) replaces `h` (predicted `seconds`) where it simulates faster:
+// on large clusters, where the rings keep every NIC busy from the first segment to the
+// last (hgx-h100:16 and more, 1 GiB: perf/README.md, "Fifth pass"), not on small
+// buffers, where its N segments per chunk are too many messages.
+void railRingsWhereFaster(Plan& h, double& seconds, const topo::Topology& t, std::uint64_t bytes,
+                          const PlannerOptions& o) {
+  Plan rail = lowerRailRings(t, bytes, o.lower, o.pack);
+  double rail_seconds = timedSimulate(rail, t, o.sim).seconds;
+  equalSharesWhereFaster(rail, rail_seconds, t, o);
+  std::ostringstream note;
+  if (rail_seconds < seconds) {
+    note << "rail rings between nodes: predicted " << rail_seconds * 1e6 << " us instead of "
+         << seconds * 1e6 << " us with chains or double binary trees";
+    rail.notes.push_back(note.str());
+    h = std::move(rail);
+    seconds = rail_seconds;
+  } else {
+    note << "rail rings between nodes not taken: predicted " << rail_seconds * 1e6 << " us";
+    h.notes.push_back(note.str());
+  }
+}
+
 }  // namespace
 
 bool flatTreesWorthTrying(const topo::Topology& t) {
@@ -284,6 +307,7 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
       double seconds = timedSimulate(h, t, o.sim).seconds;
       equalSharesWhereFaster(h, seconds, t, o);
       coarserChunksWhereFaster(h, seconds, c, t, bytes, root_rank, o);
+      if (c == Collective::AllReduce) railRingsWhereFaster(h, seconds, t, bytes, o);
       out.emplace_back(std::move(h), seconds);
     } catch (const Error& e) {
       if (e.status() == blinkInternalError) {
