@@ -8,6 +8,7 @@
 #include "common/log.hpp"
 #include "plan/baselines.hpp"
 #include "plan/hierarchical.hpp"
+#include "plan/node_layout.hpp"
 #include "plan/tree_cache.hpp"
 
 namespace blink::plan {
@@ -222,10 +223,14 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
 }
 
 // AllReduce's rail variant of the hierarchical plan (a pipelined ring per rail between
-// nodes, lowerRailRings) replaces `h` (predicted `seconds`) where it simulates faster:
-// on large clusters, where the rings keep every NIC busy from the first segment to the
-// last (hgx-h100:16 and more, 1 GiB: perf/README.md, "Fifth pass"), not on small
-// buffers, where its N segments per chunk are too many messages.
+// nodes, lowerRailRings) replaces `h` (predicted `seconds`) where it simulates faster
+// (1 GiB on hgx-h100: 0.79 of the NIC bound against 0.71 on 16 nodes, 0.70 against
+// 0.67 on 32; 0.50 against 0.51 on 128: perf/README.md, "Fifth pass").
+// Tried from kRailRingsMinNodes nodes on: below, the second simulation doubles the
+// planning time of 64-GPU clusters past issue 16's 1 s (hgx-h100:8: 1.0 -> 2.0 CPU s)
+// for a few percent (0.83 -> 0.87 of the bound at 1 GiB).
+constexpr std::size_t kRailRingsMinNodes = 16;
+
 void railRingsWhereFaster(Plan& h, double& seconds, const topo::Topology& t, std::uint64_t bytes,
                           const PlannerOptions& o) {
   Plan rail = lowerRailRings(t, bytes, o.lower, o.pack);
@@ -307,7 +312,9 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
       double seconds = timedSimulate(h, t, o.sim).seconds;
       equalSharesWhereFaster(h, seconds, t, o);
       coarserChunksWhereFaster(h, seconds, c, t, bytes, root_rank, o);
-      if (c == Collective::AllReduce) railRingsWhereFaster(h, seconds, t, bytes, o);
+      if (c == Collective::AllReduce && nodeLayout(t).node_ids.size() >= kRailRingsMinNodes) {
+        railRingsWhereFaster(h, seconds, t, bytes, o);
+      }
       out.emplace_back(std::move(h), seconds);
     } catch (const Error& e) {
       if (e.status() == blinkInternalError) {

@@ -112,7 +112,7 @@ TEST(RailRings, MessagesBetweenNodesGoRoundTheRails) {
   }
 }
 
-// 1 GiB AllReduce on 16 H100 nodes: the rail rings predict 0.80 of the NIC bound
+// 1 GiB AllReduce on 16 H100 nodes: the rail rings predict 0.79 of the NIC bound
 // where the double binary trees of the other variant predict 0.71, and the planner
 // takes them. Not 0.9: every segment passes 2(N - 1) = 30 messages one after the
 // other, each waiting out its route's latency (about 9 us), and the chunks in flight
