@@ -213,10 +213,38 @@ void NodeLeaders::begin(const char* collective, std::size_t bytes) {
 
 void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* recvs,
                               int recv_count) {
-  std::array<std::size_t, 2 * kMaxNodes> moved{};
-  std::array<bool, 2 * kMaxNodes> done{};
   const int parts = send_count + recv_count;
   Backoff backoff(timeout_seconds_);
+  auto timedOut = [&](int waiting) {
+    const bool receiving = waiting >= send_count;
+    const int node = receiving ? recvs[waiting - send_count].node : sends[waiting].node;
+    throwPeerTimeout(collective_, bytes_, "node leaders between nodes", call_, layout_.rank,
+                     call_leader_[static_cast<std::size_t>(node)],
+                     receiving ? "to send its node's data" : "to take this node's data",
+                     backoff.secondsSinceProgress());
+  };
+  std::size_t largest = 0;
+  for (int i = 0; i < send_count; ++i) largest = std::max(largest, sends[i].bytes);
+  for (int i = 0; i < recv_count; ++i) largest = std::max(largest, recvs[i].bytes);
+  if (between_.movesAllAtOnce(largest)) {  // one poll for all of them (PMPI)
+    std::array<transport::WholeMessage, 2 * kMaxNodes> whole;
+    auto speaker = [&](int node) {
+      return transport::StreamKey{call_leader_[static_cast<std::size_t>(node)], kChannel};
+    };
+    for (int i = 0; i < send_count; ++i) {
+      whole[static_cast<std::size_t>(i)] = {speaker(sends[i].node), sends[i].send, nullptr,
+                                            sends[i].bytes};
+    }
+    for (int i = 0; i < recv_count; ++i) {
+      whole[static_cast<std::size_t>(send_count + i)] = {speaker(recvs[i].node), nullptr,
+                                                         recvs[i].recv, recvs[i].bytes};
+    }
+    const int waiting = between_.moveAllAtOnce(whole.data(), parts, backoff);
+    if (waiting >= 0) timedOut(waiting);
+    return;
+  }
+  std::array<std::size_t, 2 * kMaxNodes> moved{};
+  std::array<bool, 2 * kMaxNodes> done{};
   for (;;) {
     bool progress = false, all_done = true;
     for (int i = 0; i < parts; ++i) {
@@ -243,12 +271,7 @@ void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* rec
     } else if (!backoff.idle()) {
       int waiting = 0;
       while (done[static_cast<std::size_t>(waiting)]) ++waiting;
-      const bool receiving = waiting >= send_count;
-      const int node = receiving ? recvs[waiting - send_count].node : sends[waiting].node;
-      throwPeerTimeout(collective_, bytes_, "node leaders between nodes", call_, layout_.rank,
-                       call_leader_[static_cast<std::size_t>(node)],
-                       receiving ? "to send its node's data" : "to take this node's data",
-                       backoff.secondsSinceProgress());
+      timedOut(waiting);
     }
   }
 }

@@ -17,7 +17,9 @@
 // between it and its leader. In ReduceScatter each rank takes its block from the
 // leader's result on the board. Messages travel on the transport between nodes
 // (transport.hpp streams, one channel of their own), so they take UCX or PMPI as the
-// plans' streams do.
+// plans' streams do; where the transport moves a round at once (PMPI: one
+// MPI_Testsome per poll for all its messages, not one MPI_Test each), a round goes
+// that way.
 //
 // Combinations run in a fixed order: node order in one round, "lower node first" in
 // recursive doubling, relative to the root in a binomial Reduce; so every leader, and

@@ -30,6 +30,10 @@
 #include <type_traits>
 #include <vector>
 
+namespace blink {
+class Backoff;
+}
+
 namespace blink::transport {
 
 // Called for each piece of a message as it arrives: (offset within the message,
@@ -85,6 +89,15 @@ struct StreamKey {
   auto operator<=>(const StreamKey&) const = default;
 };
 
+// One whole message of moveAllAtOnce: to key.peer from `send`, or from key.peer into
+// `recv` (exactly one of them set).
+struct WholeMessage {
+  StreamKey key;
+  const std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  std::size_t bytes = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -108,6 +121,21 @@ class Transport {
   // here. Throws blink::Error (naming a peer where it can) on failure or after
   // `timeout_seconds`.
   virtual void settle(double /*timeout_seconds*/) {}
+
+  // A round of whole messages at once, for a caller that waits for all of them (the
+  // node leaders' rounds). A transport where polling each stream costs a system call
+  // per stream (PMPI: every MPI_Test runs Open MPI's progress, a poll(2) of its
+  // sockets) moves them itself, waiting on all of them in one poll. Only on streams
+  // made by ensureStreams with no message part-way on them; the streams' next
+  // messages follow these. False: this transport has no such path for messages of
+  // `largest_bytes` (the caller drives the streams).
+  virtual bool movesAllAtOnce(std::size_t /*largest_bytes*/) const { return false; }
+  // Starts every message and returns -1 once all are done; waits with `backoff`,
+  // and once backoff.idle() reports its deadline passed, cancels what is pending and
+  // returns the index of a message that was. Only where movesAllAtOnce said so.
+  virtual int moveAllAtOnce(const WholeMessage* /*messages*/, int /*count*/, Backoff& /*backoff*/) {
+    return 0;
+  }
 };
 
 }  // namespace blink::transport

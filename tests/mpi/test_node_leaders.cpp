@@ -1,7 +1,9 @@
 // The node leaders' algorithm (algorithms/node_leaders.hpp) on its own: ranks grouped
 // into emulated nodes (rank % k: nodes of unequal sizes, ranks of a node not
 // contiguous), each node's board over shared memory, the leaders' messages over the
-// PMPI transport. Both ways between the leaders run: one round (up to 8 nodes, what the
+// PMPI transport, both as it moves a round (every message its own request, one poll
+// for all: PmpiTransport::moveAllAtOnce) and through its streams one by one (as
+// over UCX). Both ways between the leaders run: one round (up to 8 nodes, what the
 // runtime uses here) and the log rounds (recursive doubling with the fix-up for a node
 // count that is not a power of two, binomial trees) that larger jobs take. Every
 // collective, in place and not, every root, against PMPI_*.
@@ -16,6 +18,7 @@
 
 #include "algorithms/node_leaders.hpp"
 #include "algorithms/shm_one_shot.hpp"
+#include "common/backoff.hpp"
 #include "mpi_test_support.hpp"
 #include "runtime/reduce_cpu.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
@@ -34,10 +37,31 @@ const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_
   blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
 };
 
+// A transport's streams without its round-at-once path: the leaders then drive
+// the streams one by one, as they do over UCX.
+class StreamsOnly final : public blink::transport::Transport {
+ public:
+  explicit StreamsOnly(blink::transport::Transport& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name() + " (streams only)"; }
+  void ensureStreams(const std::vector<blink::transport::StreamKey>& sends,
+                     const std::vector<blink::transport::StreamKey>& recvs) override {
+    inner_.ensureStreams(sends, recvs);
+  }
+  blink::transport::SendStream& sendStream(blink::transport::StreamKey key) override {
+    return inner_.sendStream(key);
+  }
+  blink::transport::RecvStream& recvStream(blink::transport::StreamKey key) override {
+    return inner_.recvStream(key);
+  }
+
+ private:
+  blink::transport::Transport& inner_;
+};
+
 // Everything one layout needs: rank r on node r % nodes.
 class EmulatedNodes {
  public:
-  EmulatedNodes(int nodes, int one_round_max_nodes) {
+  EmulatedNodes(int nodes, int one_round_max_nodes, bool streams_only) {
     const int rank = worldRank(), n = worldSize();
     NodeLeaders::Layout layout;
     layout.rank = rank;
@@ -53,13 +77,17 @@ class EmulatedNodes {
       board_ = std::make_unique<blink::algorithms::ShmOneShot>(node_comm_, kCapacity, kTimeout);
     }
     transport_ = std::make_unique<blink::transport::PmpiTransport>(comm_);
-    leaders_ = std::make_unique<NodeLeaders>(board_.get(), *transport_, layout, kCapacity, kTimeout,
+    streams_only_ = std::make_unique<StreamsOnly>(*transport_);
+    blink::transport::Transport& between =
+        streams_only ? static_cast<blink::transport::Transport&>(*streams_only_) : *transport_;
+    leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout,
                                              one_round_max_nodes);
     const auto keys = leaders_->streamsNeeded();
-    transport_->ensureStreams(keys, keys);
+    between.ensureStreams(keys, keys);
   }
   ~EmulatedNodes() {
     leaders_.reset();
+    streams_only_.reset();
     transport_.reset();
     board_.reset();
     MPI_Comm_free(&comm_);
@@ -71,6 +99,7 @@ class EmulatedNodes {
   MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL;
   std::unique_ptr<blink::algorithms::ShmOneShot> board_;
   std::unique_ptr<blink::transport::PmpiTransport> transport_;
+  std::unique_ptr<StreamsOnly> streams_only_;
   std::unique_ptr<NodeLeaders> leaders_;
 };
 
@@ -140,12 +169,54 @@ TEST(NodeLeaders, OneRoundAndLogRoundsMatchPmpi) {
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   for (int nodes = 2; nodes <= n; ++nodes) {
     for (int one_round_max : {NodeLeaders::kOneRoundMaxNodes, 1}) {
-      EmulatedNodes emulated(nodes, one_round_max);
-      checkEveryCollective(
-          emulated.leaders(),
-          std::to_string(nodes) + " nodes, " + (one_round_max == 1 ? "log rounds" : "one round"));
+      for (bool streams_only : {false, true}) {
+        EmulatedNodes emulated(nodes, one_round_max, streams_only);
+        checkEveryCollective(emulated.leaders(),
+                             std::to_string(nodes) + " nodes, " +
+                                 (one_round_max == 1 ? "log rounds" : "one round") +
+                                 (streams_only ? ", stream by stream" : ", a round at once"));
+      }
     }
   }
+}
+
+// A round at once over PMPI whose peer never sends: the wait ends at the deadline
+// naming that message, and the receive it cancelled takes nothing that comes later
+// (the next round on the same stream gets the peer's next message).
+TEST(NodeLeaders, PmpiRoundAtOnceTimesOutAndCancels) {
+  const int rank = worldRank(), n = worldSize();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  MPI_Comm pair = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+  if (rank > 1) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  {
+    blink::transport::PmpiTransport pmpi(pair);
+    const int peer = 1 - rank;
+    const blink::transport::StreamKey key{peer, NodeLeaders::kChannel};
+    pmpi.ensureStreams({key}, {key});
+    ASSERT_TRUE(pmpi.movesAllAtOnce(64));
+    std::int32_t got = -1;
+    if (rank == 0) {  // rank 1 sends nothing in this round
+      const blink::transport::WholeMessage lonely{key, nullptr, reinterpret_cast<std::byte*>(&got),
+                                                  sizeof got};
+      blink::Backoff short_wait(0.2);
+      EXPECT_EQ(pmpi.moveAllAtOnce(&lonely, 1, short_wait), 0);
+    }
+    MPI_Barrier(pair);
+    // Both ways at once: each rank sends its rank + 100, receives the other's.
+    const std::int32_t mine = rank + 100;
+    const blink::transport::WholeMessage both[2] = {
+        {key, reinterpret_cast<const std::byte*>(&mine), nullptr, sizeof mine},
+        {key, nullptr, reinterpret_cast<std::byte*>(&got), sizeof got}};
+    blink::Backoff wait(kTimeout);
+    EXPECT_EQ(pmpi.moveAllAtOnce(both, 2, wait), -1);
+    EXPECT_EQ(got, peer + 100);
+  }
+  MPI_Comm_free(&pair);
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
 
 namespace blink::transport {
@@ -136,6 +137,59 @@ RecvStream& PmpiTransport::recvStream(StreamKey key) {
   auto it = recvs_.find(key);
   if (it == recvs_.end()) throw Error(blinkInternalError, "pmpi transport: no such receive stream");
   return *it->second;
+}
+
+bool PmpiTransport::movesAllAtOnce(std::size_t largest_bytes) const {
+  return largest_bytes <= kMaxPiece;
+}
+
+int PmpiTransport::moveAllAtOnce(const WholeMessage* messages, int count, Backoff& backoff) {
+  batch_.assign(static_cast<std::size_t>(count), MPI_REQUEST_NULL);
+  auto cancelPending = [&] {
+    for (MPI_Request& r : batch_) {
+      if (r != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&r);
+        PMPI_Request_free(&r);
+      }
+    }
+  };
+  for (int i = 0; i < count; ++i) {
+    const WholeMessage& m = messages[i];
+    if ((m.send != nullptr ? sends_.count(m.key) : recvs_.count(m.key)) == 0) {
+      cancelPending();
+      throw Error(blinkInternalError, "pmpi transport: no such stream");
+    }
+    const int n = static_cast<int>(m.bytes);
+    MPI_Request* request = &batch_[static_cast<std::size_t>(i)];
+    const int rc = m.send != nullptr
+                       ? PMPI_Isend(m.send, n, MPI_BYTE, m.key.peer, m.key.channel, comm_, request)
+                       : PMPI_Irecv(m.recv, n, MPI_BYTE, m.key.peer, m.key.channel, comm_, request);
+    if (rc != MPI_SUCCESS) {
+      cancelPending();
+      checkMpi(rc, m.send != nullptr ? "MPI_Isend" : "MPI_Irecv");
+    }
+  }
+  indices_.resize(static_cast<std::size_t>(count));
+  for (int left = count; left > 0;) {
+    int done = 0;
+    if (const int rc =
+            PMPI_Testsome(count, batch_.data(), &done, indices_.data(), MPI_STATUSES_IGNORE);
+        rc != MPI_SUCCESS) {
+      cancelPending();
+      checkMpi(rc, "MPI_Testsome");
+    }
+    if (done == MPI_UNDEFINED) break;  // no active request left
+    if (done > 0) {
+      left -= done;
+      backoff.progressed();
+    } else if (!backoff.idle()) {
+      int pending = 0;
+      while (batch_[static_cast<std::size_t>(pending)] == MPI_REQUEST_NULL) ++pending;
+      cancelPending();
+      return pending;
+    }
+  }
+  return -1;
 }
 
 }  // namespace blink::transport

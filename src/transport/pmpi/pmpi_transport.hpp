@@ -26,12 +26,20 @@ class PmpiTransport final : public Transport {
                      const std::vector<StreamKey>& recvs) override;
   SendStream& sendStream(StreamKey key) override;
   RecvStream& recvStream(StreamKey key) override;
+  bool movesAllAtOnce(std::size_t largest_bytes) const override;
+  // Every message its own request, all polled with one MPI_Testsome per round of the
+  // wait (one progress of Open MPI, as its own MPI_Waitall), straight into the
+  // receivers' buffers.
+  int moveAllAtOnce(const WholeMessage* messages, int count, Backoff& backoff) override;
 
  private:
   MPI_Comm comm_;
   int tag_ub_ = 32767;
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
+  // moveAllAtOnce's requests and completions, kept to avoid allocating per call.
+  std::vector<MPI_Request> batch_;
+  std::vector<int> indices_;
 };
 
 }  // namespace blink::transport
