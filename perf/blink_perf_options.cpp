@@ -35,6 +35,13 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
   -n, --iters N            timed calls per measurement (default 20)
   -w, --warmup_iters N     untimed calls before each measurement (default 5; they also
                            build Blink's plan for the size)
+      --timed-bytes SIZE   at least SIZE bytes of buffer per measurement: at sizes
+                           where -n calls move less, ceil(SIZE / size) timed calls
+                           (default 0: -n at every size). For links with a burst
+                           allowance (a tc token bucket), so that a measurement
+                           moves several buckets and times the link's rate
+      --warmup-bytes SIZE  the same for the warm-up calls (-w): warm-ups that move
+                           more than the bucket leave it empty for the timed calls
   -c, --check 0|1          check the results (default 1): after timing, one more call
                            on known inputs, compared with the exact expected value on
                            every rank; #wrong = wrong elements, max over ranks
