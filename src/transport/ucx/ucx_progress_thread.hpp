@@ -68,11 +68,7 @@ class UcxProgressThread {
   // With the lock held: while another thread waits for the lock, lets it have it.
   void stepAside(std::unique_lock<std::mutex>& lock);
 
-  // 20, not 2: at 4 hosts x 2 ranks on 2 cores (2 NICs, AllReduce 1-32 MiB, 8
-  // alternated repetitions, perf/README.md) 2 ms gave 7 of 44 measurements below 0.1
-  // GB/s busbw (lowest 0.042), 20 ms none (lowest 0.123): every pass takes the lock,
-  // and a thread preempted while holding it keeps its collective waiting far longer.
-  static constexpr std::chrono::milliseconds kDrivenStale{20};
+  static constexpr std::chrono::milliseconds kDrivenStale{2};
   static constexpr int kSafetyWakeMs = 100;
 
   std::vector<ucp_worker_h> workers_;
