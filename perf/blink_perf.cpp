@@ -118,6 +118,12 @@ int benchmark(const Options& o) {
           o.iters, o.warmup, o.check ? 1 : 0,
           o.out_of_place && o.in_place ? "both" : (o.in_place ? "1" : "0"),
           o.baseline_mpi ? "mpi" : (o.baseline_nccl ? "nccl" : "none"));
+      if (o.timed_bytes > 0 || o.warmup_bytes > 0) {
+        std::printf(
+            "# more calls where those move less: at least %zu bytes timed and %zu warmed up "
+            "per measurement\n",
+            o.timed_bytes, o.warmup_bytes);
+      }
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
       std::printf("# %d rank(s) on %zu MPI host(s), %s buffers\n", n, distinct.size(),
                   bench.memoryName());

@@ -119,11 +119,12 @@ Measurement Bench::measure(Impl impl, bool in_place, std::size_t bytes) {
   const std::size_t count = bytes / es_ / (blocked(o_.coll) ? static_cast<std::size_t>(n_) : 1);
   Measurement m;
   m.ran = true;
-  for (int i = 0; i < o_.warmup; ++i) run(impl, in_place, count);
+  const int warmups = warmupCalls(o_, bytes), calls = timedCalls(o_, bytes);
+  for (int i = 0; i < warmups; ++i) run(impl, in_place, count);
   PMPI_Barrier(MPI_COMM_WORLD);
   const double t0 = PMPI_Wtime();
-  for (int i = 0; i < o_.iters; ++i) run(impl, in_place, count);
-  const double mine = (PMPI_Wtime() - t0) / o_.iters * 1e6;
+  for (int i = 0; i < calls; ++i) run(impl, in_place, count);
+  const double mine = (PMPI_Wtime() - t0) / calls * 1e6;
   PMPI_Allreduce(&mine, &m.time_us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   m.algbw = m.time_us > 0 ? static_cast<double>(bytes) / (m.time_us * 1e3) : 0;
   m.busbw = m.algbw * busFactor(o_.coll, n_);

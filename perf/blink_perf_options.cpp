@@ -1,5 +1,6 @@
 #include "blink_perf_options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cstdint>
@@ -34,6 +35,13 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
   -n, --iters N            timed calls per measurement (default 20)
   -w, --warmup_iters N     untimed calls before each measurement (default 5; they also
                            build Blink's plan for the size)
+      --timed-bytes SIZE   at least SIZE bytes of buffer per measurement: at sizes
+                           where -n calls move less, ceil(SIZE / size) timed calls
+                           (default 0: -n at every size). For links with a burst
+                           allowance (a tc token bucket), so that a measurement
+                           moves several buckets and times the link's rate
+      --warmup-bytes SIZE  the same for the warm-up calls (-w): warm-ups that move
+                           more than the bucket leave it empty for the timed calls
   -c, --check 0|1          check the results (default 1): after timing, one more call
                            on known inputs, compared with the exact expected value on
                            every rank; #wrong = wrong elements, max over ranks
@@ -166,12 +174,13 @@ struct OptionSpec {
 };
 
 const OptionSpec kOptionSpecs[] = {
-    {'b', "minbytes", true}, {'e', "maxbytes", true},     {'f', "stepfactor", true},
-    {'n', "iters", true},    {'w', "warmup_iters", true}, {'c', "check", true},
-    {'o', "op", true},       {'d', "datatype", true},     {'r', "root", true},
-    {0, "collective", true}, {0, "inplace", true},        {0, "baseline", true},
-    {0, "format", true},     {'h', "help", false},        {'m', "memory", true},
-    {0, "version", false},   {0, "nccl-library", true}};
+    {'b', "minbytes", true},  {'e', "maxbytes", true},     {'f', "stepfactor", true},
+    {'n', "iters", true},     {'w', "warmup_iters", true}, {'c', "check", true},
+    {'o', "op", true},        {'d', "datatype", true},     {'r', "root", true},
+    {0, "collective", true},  {0, "inplace", true},        {0, "baseline", true},
+    {0, "format", true},      {'h', "help", false},        {'m', "memory", true},
+    {0, "version", false},    {0, "nccl-library", true},   {0, "timed-bytes", true},
+    {0, "warmup-bytes", true}};
 
 const OptionSpec* findLong(const std::string& name) {
   for (const OptionSpec& s : kOptionSpecs) {
@@ -289,6 +298,8 @@ Options parseOptions(int argc, char** argv) {
   if (auto* s = get("warmup_iters")) {
     o.warmup = static_cast<int>(parseInteger("warmup_iters", *s, 0, INT_MAX));
   }
+  if (auto* s = get("timed-bytes")) o.timed_bytes = parseSize("timed-bytes", *s);
+  if (auto* s = get("warmup-bytes")) o.warmup_bytes = parseSize("warmup-bytes", *s);
   if (auto* s = get("check")) o.check = parseInteger("check", *s, 0, 1) == 1;
   if (auto* s = get("root")) o.root = static_cast<int>(parseInteger("root", *s, 0, INT_MAX));
   if (auto* s = get("op")) {
@@ -351,6 +362,22 @@ Options parseOptions(int argc, char** argv) {
     throw UsageError{"--op avg needs a floating-point datatype, not " + rt::toString(o.type)};
   }
   return o;
+}
+
+namespace {
+int callsFor(int given, std::size_t wanted_bytes, std::size_t bytes) {
+  if (wanted_bytes == 0 || bytes == 0) return given;
+  const std::size_t calls = (wanted_bytes + bytes - 1) / bytes;
+  return static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(calls, given), INT_MAX));
+}
+}  // namespace
+
+int timedCalls(const Options& o, std::size_t bytes) {
+  return callsFor(o.iters, o.timed_bytes, bytes);
+}
+
+int warmupCalls(const Options& o, std::size_t bytes) {
+  return callsFor(o.warmup, o.warmup_bytes, bytes);
 }
 
 int launcherRank() {

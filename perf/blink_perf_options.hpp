@@ -40,6 +40,10 @@ struct Options {
   std::size_t step_factor = 2;
   int iters = 20;
   int warmup = 5;
+  // --timed-bytes / --warmup-bytes: at small sizes, more calls, so that each
+  // measurement moves at least this many bytes of buffer (0: -n and -w as given).
+  std::size_t timed_bytes = 0;
+  std::size_t warmup_bytes = 0;
   bool check = true;
   blinkRedOp_t op = blinkSum;
   blinkDataType_t type = blinkFloat32;
@@ -60,6 +64,11 @@ struct Options {
   std::vector<blinkRedOp_t> ops = {blinkSum};
   bool csv_header = true;  // the CSV header line, before the first sweep only
 };
+
+// The timed (warm-up) calls of a measurement of `bytes`: -n (-w), or more where
+// --timed-bytes (--warmup-bytes) asks for more bytes than that many calls move.
+int timedCalls(const Options& o, std::size_t bytes);
+int warmupCalls(const Options& o, std::size_t bytes);
 
 // Throws blink::cli::UsageError for a bad command line.
 Options parseOptions(int argc, char** argv);

@@ -6,7 +6,7 @@
 #   perf/run_multihost.sh --criterion [--build-dir DIR] [--reps N] [--prefix P]
 #   perf/run_multihost.sh --matrix [--build-dir DIR] [--reps N] [--prefix P]
 #       [--layouts "1,1 2,2 1,1,1,1 2,2,2,2"] [--nics "1 2"] [--rate 1gbit]
-#       [--collectives "allreduce broadcast allgather"] [--sizes "1K 256M"]
+#       [--collectives "allreduce broadcast allgather"] [--sizes "1K 256M"] [--out NAME]
 #   perf/run_multihost.sh --calls [--build-dir DIR] [--reps N] [--prefix P] [--sizes "64K 1M"]
 #   perf/run_multihost.sh --pacing [--build-dir DIR] [--reps N] [--prefix P]
 #       [--transport pmpi|ucx] [--sizes "1M 64M"] [--piece BYTES]
@@ -31,6 +31,13 @@
 #   Open MPI configuration with Blink's ratio to the best. The criterion (issue 17):
 #   at >= 16 MiB 2 NICs >= 1.8x one NIC and >= 90% of the prediction; at every
 #   size >= 64 KiB Blink at least as fast as the best Open MPI.
+#   What it measures is the rate-limited link, not tc's burst: tbf lets 256 KB per NIC
+#   pass at the veth's speed before the rate applies, which at -n 3 is all a 64 KiB
+#   call moves. So every measurement, Blink's and Open MPI's alike, first warms up
+#   with at least 2 MiB of calls (the bucket drained: 4x its size per NIC) and then
+#   times at least 8 MiB of calls (blink_perf --warmup-bytes 2M --timed-bytes 8M: 32
+#   warm-ups and 128 timed calls at 64 KiB, -n 3 from 4 MiB up), so a bucket refilled
+#   during the barrier is at most 1/16 of what a NIC carries while timed.
 # --calls (about a minute per repetition): 2 hosts x 2 ranks, 2 NICs at 1gbit, AllReduce
 #   float32 at --sizes (default "64K 128K 256K 1M"), perf/multihost_call_times: 100 calls
 #   each alone (a 3 ms pause before each refills tc's bucket), Blink and PMPI
@@ -50,11 +57,15 @@
 #   Writes perf/results/multihost_pacing[_ucx][_pieceNk].csv and .md (medians,
 #   ratios to hier; _ucx over ucx, _pieceNk for another --piece).
 # --matrix: every layout x NIC count x collective (default sizes 1K-256M, --reps 1),
-#   perf/results/multihost.csv, .md and .png (perf/plot_multihost.py).
+#   perf/results/NAME.csv, .md and .png (perf/plot_multihost.py; NAME multihost unless
+#   --out says), the .md with each Blink configuration's lowest and highest busbw over
+#   the repetitions, and NAME_tcp.csv: per job the TCP counters of the emulated hosts
+#   (retransmitted segments, retransmission timeouts, tail loss probes; nstat, summed
+#   over the hosts), which tell a stalled connection from a starved process.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build mode=single ranks=2,2 nics=1 rate='' transport=pmpi reps=''
-prefix=nc
+prefix=nc out=multihost
 layouts="1,1 2,2 1,1,1,1 2,2,2,2" nic_counts="1 2" collectives="allreduce broadcast allgather"
 sizes="1K 256M" piece=32768
 args=(-b 8 -e 4K -n 200 -w 20)
@@ -76,6 +87,7 @@ while [[ $# -gt 0 ]]; do
     --piece) piece=$2; shift 2 ;;
     --collectives) collectives=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
     --) shift; args=("$@"); break ;;
     *) echo "run_multihost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -98,10 +110,12 @@ if [[ $mode == single ]]; then
   exit
 fi
 
-# job PREFIX LAYOUT NICS CONFIG COLLECTIVE MIN MAX ITERS: one blink_perf job, its CSV
-# rows on stdout (prefixed by the configuration), Blink's INFO log in $log.
+# job PREFIX LAYOUT NICS CONFIG COLLECTIVE MIN MAX ITERS [BLINK_PERF_ARGS...]: one
+# blink_perf job, its CSV rows on stdout (prefixed by the configuration), Blink's INFO
+# log in $log.
 job() {
   local p=$1 layout=$2 k=$3 config=$4 coll=$5 lo=$6 hi=$7 iters=$8
+  shift 8
   local devices='' i
   for ((i = 0; i < k; ++i)); do devices+=${devices:+,}eth$i; done
   local blink_transport=ucx mpi=(--mca pml ob1 --mca btl tcp,vader,self)
@@ -113,7 +127,7 @@ job() {
   "$emulate" run --prefix "$p" --ranks "$layout" "${mpi[@]}" \
     -x BLINK_TRANSPORT=between=$blink_transport -x BLINK_PROBE_LINKS=1 -x BLINK_DEBUG=INFO \
     "$perf" --baseline mpi --collective "$coll" -b "$lo" -e "$hi" -n "$iters" -w 1 \
-    --inplace 0 --format csv 2>>"$log" |
+    --inplace 0 --format csv "$@" 2>>"$log" |
     awk -v pre="${layout//,/+},$k,$config" -F, 'NR > 1 && ($1 == "blink" || $1 == "mpi") { print pre "," $0 }'
 }
 
@@ -134,7 +148,8 @@ if [[ $mode == criterion ]]; then
       read -r k config <<<"$item"
       echo "criterion: rep $rep, $k NIC(s), $config" >&2
       : >"$log"
-      job "${prefix:0:6}c$k" 2,2 "$k" "$config" allreduce 64K 64M 3 | sed "s/\$/,$rep/" >>"$csv"
+      job "${prefix:0:6}c$k" 2,2 "$k" "$config" allreduce 64K 64M 3 --warmup-bytes 2M \
+        --timed-bytes 8M | sed "s/\$/,$rep/" >>"$csv"
       # blink-sim's prediction for each size on the graph this job planned on (2 NICs,
       # the probed rates), from rank 0's INFO listing.
       if [[ $k == 2 && $config == ucx+ob1 ]]; then
@@ -247,8 +262,18 @@ fi
 
 reps=${reps:-1} rate=${rate:-1gbit}
 read -r lo hi <<<"$sizes"
-csv=$root/perf/results/multihost.csv
+csv=$root/perf/results/$out.csv tcp_csv=$root/perf/results/${out}_tcp.csv
 echo "layout,nics,config,impl,collective,bytes,dtype,op,inplace,time_us,algbw_gbps,busbw_gbps,wrong,rep" >"$csv"
+echo "layout,nics,config,collective,rep,retransmitted_segments,timeouts,loss_probes" >"$tcp_csv"
+# tcp_counters PREFIX HOSTS: the emulated hosts' TCP counters, summed (nstat -a: since boot
+# of each namespace).
+tcp_counters() {
+  local i
+  for ((i = 0; i < $2; ++i)); do
+    ip netns exec "$1-h$i" nstat -az TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes
+  done | awk '$1 == "TcpRetransSegs" { r += $2 } $1 == "TcpExtTCPTimeouts" { t += $2 }
+    $1 == "TcpExtTCPLossProbes" { l += $2 } END { print r + 0, t + 0, l + 0 }'
+}
 for layout in $layouts; do
   for k in $nic_counts; do
     p=${prefix:0:6}m$k
@@ -261,13 +286,16 @@ for layout in $layouts; do
         for config in "${order[@]}"; do
           echo "matrix: $layout, $k NIC(s), $coll, $config, rep $rep" >&2
           : >"$log"
+          read -r r0 t0 l0 < <(tcp_counters "$p" "$(hosts_of "$layout")")
           job "$p" "$layout" "$k" "$config" "$coll" "$lo" "$hi" 5 | sed "s/\$/,$rep/" >>"$csv"
+          read -r r1 t1 l1 < <(tcp_counters "$p" "$(hosts_of "$layout")")
+          echo "${layout//,/+},$k,$config,$coll,$rep,$((r1 - r0)),$((t1 - t0)),$((l1 - l0))" >>"$tcp_csv"
         done
       done
     done
     "$emulate" teardown --prefix "$p"
   done
 done
-/usr/bin/python3 "$root/perf/summarize_multihost.py" "$csv" >"$root/perf/results/multihost.md"
-/usr/bin/python3 "$root/perf/plot_multihost.py" "$csv" "$root/perf/results/multihost.png" || true
-cat "$root/perf/results/multihost.md"
+/usr/bin/python3 "$root/perf/summarize_multihost.py" "$csv" >"$root/perf/results/$out.md"
+/usr/bin/python3 "$root/perf/plot_multihost.py" "$csv" "$root/perf/results/$out.png" || true
+cat "$root/perf/results/$out.md"

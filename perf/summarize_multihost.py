@@ -109,9 +109,11 @@ def criterion(times):
 
 def matrix(times):
     names = ["blink-ucx", "blink-pmpi", "ompi-ob1", "ompi-ucx"]
+    spread = names[:2]
     print("| hosts x ranks | NICs | collective | size | " + " | ".join(names) +
-          " | best Blink / best Open MPI |")
-    print("|---|---|---|---|" + "---|" * len(names) + "---|")
+          " | best Blink / best Open MPI | " + " | ".join(n + " lowest-highest" for n in spread) +
+          " |")
+    print("|---|---|---|---|" + "---|" * len(names) + "---|" + "---|" * len(spread))
     cells = sorted({k[:4] for k in times}, key=lambda k: (k[0], k[1], k[2], k[3]))
     for cell in cells:
         row = {n: median(times, cell + (n,)) for n in names}
@@ -119,11 +121,17 @@ def matrix(times):
         blink = [row[n] for n in names[:2] if row[n]]
         mpi = [row[n] for n in names[2:] if row[n]]
         ratio = f"{min(mpi) / min(blink):.2f}x" if blink and mpi else "n/a"
+        ranges = []
+        for n in spread:
+            values = [busbw(cell + (n,), t) for t in times.get(cell + (n,), [])]
+            ranges.append(f"{min(values):.3f}-{max(values):.3f}" if values else "n/a")
         print(f"| {cell[0]} | {cell[1]} | {cell[2]} | {size_label(cell[3])} | " + " | ".join(bw) +
-              f" | {ratio} |")
+              f" | {ratio} | " + " | ".join(ranges) + " |")
     print()
-    print("Bus bandwidth in GB/s (medians over the repetitions); the last column is the best "
-          "Open MPI time over the best Blink time (above 1, Blink is faster).")
+    print("Bus bandwidth in GB/s (medians over the repetitions); \"best Blink / best Open MPI\" "
+          "is the best Open MPI time over the best Blink time (above 1, Blink is faster); the "
+          "last columns give each Blink configuration's lowest and highest busbw over the "
+          "repetitions.")
 
 
 def calls(path):

@@ -23,7 +23,7 @@ fail() {
 cmp -s "$work/help.out" "$work/h.out" || fail "-h and --help differ"
 for opt in -b --minbytes -e --maxbytes -f --stepfactor -n --iters -w --warmup_iters \
            -c --check -o --op -d --datatype --collective -r --root --inplace --baseline \
-           --format -m --memory --version -h --help; do
+           --format -m --memory --version -h --help --timed-bytes --warmup-bytes; do
   grep -q -- "$opt\b" "$work/help.out" || fail "--help does not mention $opt"
 done
 for word in allreduce broadcast reduce allgather reducescatter bfloat16 float64 csv busbw \
@@ -50,6 +50,8 @@ expect_usage "avg needs a floating-point" -o avg -d int32
 expect_usage "larger than --maxbytes" -b 2M -e 1M
 expect_usage "inplace" --inplace 2
 expect_usage "unexpected argument" stray
+expect_usage "not a size" --timed-bytes 1X
+expect_usage "needs a value" --warmup-bytes
 # A root that is not a rank is found once MPI runs: still exit 2 from every rank.
 rc=0
 "$mpiexec" "${flags[@]}" -np 2 "$perf" --collective broadcast -r 2 -b 1K -e 1K \
@@ -101,6 +103,11 @@ grep -q '^# Out of bounds values : 0 OK' "$work/text.out" || fail "text: wrong v
 grep -q '^# Avg bus bandwidth    : [0-9]' "$work/text.out" || fail "text: no average bus bandwidth"
 grep -q '^# Ratio blink/mpi busbw' "$work/text.out" || fail "text: no ratio"
 [ "$(grep -c '^ *[0-9]* *[0-9]* *float16 *none *1 ' "$work/text.out")" -eq 3 ] || fail "text: expected 3 rows"
+"$mpiexec" "${flags[@]}" -np 2 "$perf" -b 1K -e 2K -n 1 -w 0 --timed-bytes 8K --warmup-bytes 4K \
+  >"$work/bytes.out" 2>"$work/bytes.err" || fail "--timed-bytes: exited $?"
+grep -q '^# more calls where those move less: at least 8192 bytes timed and 4096 warmed up' \
+  "$work/bytes.out" || fail "--timed-bytes: the header does not say so"
+grep -q '^# Out of bounds values : 0 OK' "$work/bytes.out" || fail "--timed-bytes: wrong values"
 
 # ---- nccl-tests' names: -d all -o all, half/float/double, -m ------------------------
 "$mpiexec" "${flags[@]}" -np 2 "$perf" -d all -o all -b 1K -e 1K -n 1 -w 1 --baseline mpi \

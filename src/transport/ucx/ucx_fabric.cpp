@@ -108,7 +108,7 @@ void UcxFabric::make() {
     workers_.push_back(std::make_unique<UcxWorker>(nic.device));
     handles.push_back(workers_.back()->handle());
   }
-  thread_ = std::make_unique<UcxProgressThread>(std::move(handles), ucp_mutex_);
+  thread_ = std::make_unique<UcxProgressThread>(std::move(handles), ucp_mutex_, lock_wanted_);
   // The thread is joined at exit, after MPI_Finalize, not in it: Open MPI's
   // MPI_Finalize waits for every rank, and until then a peer still inside a
   // collective may need what this rank's worker holds or its answer.
@@ -141,6 +141,14 @@ void UcxFabric::progressAll() const {
     while (ucp_worker_progress(w->handle()) != 0) {
     }
   }
+}
+
+void UcxFabric::progressOncePerPass(std::uint64_t& seen) {
+  if (seen == progress_generation_) {
+    progressAll();
+    ++progress_generation_;
+  }
+  seen = progress_generation_;
 }
 
 namespace {

@@ -13,8 +13,9 @@
 
 namespace blink::transport {
 
-UcxProgressThread::UcxProgressThread(std::vector<ucp_worker_h> workers, std::mutex& ucp_mutex)
-    : workers_(std::move(workers)), mutex_(ucp_mutex) {
+UcxProgressThread::UcxProgressThread(std::vector<ucp_worker_h> workers, std::mutex& ucp_mutex,
+                                     const std::atomic<int>& lock_wanted)
+    : workers_(std::move(workers)), mutex_(ucp_mutex), lock_wanted_(lock_wanted) {
   auto failed = [&](const std::string& what) {
     const std::string why = what + ": " + std::strerror(errno);
     if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -68,9 +69,18 @@ void UcxProgressThread::forgetAfterFork() {
 
 void UcxProgressThread::progressAll() {
   for (ucp_worker_h worker : workers_) {
-    while (ucp_worker_progress(worker) != 0) {
+    while (ucp_worker_progress(worker) != 0 && lock_wanted_.load(std::memory_order_relaxed) == 0) {
     }
   }
+}
+
+void UcxProgressThread::stepAside(std::unique_lock<std::mutex>& lock) {
+  if (lock_wanted_.load(std::memory_order_relaxed) == 0) return;
+  lock.unlock();
+  while (lock_wanted_.load(std::memory_order_relaxed) > 0 && !stopping_.load()) {
+    std::this_thread::yield();
+  }
+  lock.lock();
 }
 
 bool UcxProgressThread::armAll() {
@@ -108,6 +118,10 @@ void UcxProgressThread::run() {
       continue;
     }
     progressAll();
+    if (lock_wanted_.load(std::memory_order_relaxed) > 0) {
+      stepAside(lock);
+      continue;
+    }
     if (!armAll()) continue;
     lock.unlock();
     const int ready = ::epoll_wait(epoll_fd_, events, 8, kSafetyWakeMs);

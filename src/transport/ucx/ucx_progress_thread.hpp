@@ -17,6 +17,11 @@
 // board, or failed without settling): arming and progressing on every event during
 // large transfers took the lock and a core from the collective and halved 2-NIC
 // AllReduce bandwidth at 4-16 MiB.
+// When no collective drives them and data keeps arriving (a peer already streams the
+// next call's pieces), the workers cannot be armed and the thread progresses again
+// and again; it used to do so without releasing the mutex, so the next collective's
+// first UCP call waited (its own sends with it) until the peers paused. Now it
+// drains no further, and steps aside, once another thread waits for the mutex.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -32,9 +37,11 @@ namespace blink::transport {
 
 class UcxProgressThread {
  public:
-  // Starts the thread. `workers` outlive it; `ucp_mutex` guards every UCP call.
+  // Starts the thread. `workers` outlive it; `ucp_mutex` guards every UCP call;
+  // `lock_wanted` counts the other threads waiting for it (UcxFabric::lock).
   // Throws blink::Error when the event fds cannot be had.
-  UcxProgressThread(std::vector<ucp_worker_h> workers, std::mutex& ucp_mutex);
+  UcxProgressThread(std::vector<ucp_worker_h> workers, std::mutex& ucp_mutex,
+                    const std::atomic<int>& lock_wanted);
   ~UcxProgressThread();  // stop()
   UcxProgressThread(const UcxProgressThread&) = delete;
   UcxProgressThread& operator=(const UcxProgressThread&) = delete;
@@ -58,12 +65,15 @@ class UcxProgressThread {
   void run();
   void progressAll();
   bool armAll();  // false: events are pending, progress again
+  // With the lock held: while another thread waits for the lock, lets it have it.
+  void stepAside(std::unique_lock<std::mutex>& lock);
 
   static constexpr std::chrono::milliseconds kDrivenStale{2};
   static constexpr int kSafetyWakeMs = 100;
 
   std::vector<ucp_worker_h> workers_;
   std::mutex& mutex_;
+  const std::atomic<int>& lock_wanted_;
   std::condition_variable driven_ended_;
   bool driven_ = false;  // under mutex_
   std::chrono::steady_clock::time_point last_drive_;

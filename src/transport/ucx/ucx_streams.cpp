@@ -42,7 +42,7 @@ bool UcxSendStream::push(const std::byte* data, std::size_t bytes, std::size_t& 
     request_ =
         ucp_tag_send_nbx(link_.ep, data, bytes, ucxTag(comm_, channel_, me_, sequence_++), &param);
   } else {
-    fabric.progressAll();
+    fabric.progressOncePerPass(progress_seen_);
   }
   if (!ucxFinished(request_, link_, peer_, "sending to")) {
     link_.check(peer_);
@@ -86,7 +86,7 @@ bool UcxRecvStream::arrived(std::byte* into, std::size_t bytes) {
     request_ = ucp_tag_recv_nbx(worker_.handle(), into, bytes,
                                 ucxTag(comm_, channel_, peer_, sequence_++), kUcxFullMask, &param);
   }
-  fabric.progressAll();
+  fabric.progressOncePerPass(progress_seen_);
   if (!ucxFinished(request_, link_, peer_, "receiving from")) {
     link_.check(peer_);
     return false;

@@ -44,6 +44,7 @@ class UcxSendStream final : public SendStream {
   int peer_, channel_, me_;
   std::uint64_t sequence_ = 0;
   void* request_ = nullptr;
+  std::uint64_t progress_seen_ = ~std::uint64_t{0};  // UcxFabric::progressOncePerPass
 };
 
 class UcxRecvStream final : public RecvStream {
@@ -66,6 +67,7 @@ class UcxRecvStream final : public RecvStream {
   int peer_, channel_;
   std::uint64_t sequence_ = 0;
   void* request_ = nullptr;
+  std::uint64_t progress_seen_ = ~std::uint64_t{0};  // UcxFabric::progressOncePerPass
   std::vector<std::byte> staging_;
 };
 

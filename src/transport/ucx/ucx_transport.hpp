@@ -24,7 +24,8 @@
 //   per process (ucx_progress_thread.hpp) progresses the workers whenever no
 //   collective drives them, asleep on their event fds, so sends stay eager and
 //   settle() waits for nobody: it hands the workers back to the thread.
-// - Every wait progresses every NIC's worker, not only the stream's.
+// - Every wait progresses every NIC's worker, not only the stream's (once per pass
+//   of the executor over its streams: UcxFabric::progressOncePerPass).
 // - On IP interfaces sends are eager (RNDV_THRESH=inf unless UCX_RNDV_THRESH is
 //   set): a rendezvous of 40 KB sometimes never completed, both sides progressing.
 //
