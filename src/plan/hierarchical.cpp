@@ -23,8 +23,9 @@ void Composer::run(Collective c, int root_rank) {
   std::vector<Block> blocks;
   switch (c) {
     case Collective::AllReduce: {
-      if (rail_rings_) {
-        // One block: the rings rotate their segments' homes over the nodes themselves.
+      if (rail_ != RailKind::None) {
+        // One block: the rings (and the halving) rotate their segments' homes over the nodes
+        // themselves.
         whole_cuts_ = true;
         blocks.push_back({{0, plan_.bytes}, 0, -1});
         break;
@@ -76,8 +77,9 @@ void Composer::run(Collective c, int root_rank) {
     }
   }
   const int chain_hops = (c == Collective::AllReduce ? 2 : 1) * (nodes - 1);
-  // A rail ring drains a chunk in about two chunk times (2(N - 1) segments of 1/N).
-  pipeline_depth_ = (rail_rings_ ? 2 : interDepth(c, nodes)) + 2 * intra_depth;
+  // A rail ring (or halving and doubling) drains a chunk in about two chunk times
+  // (2(N - 1) segments of 1/N; halves, quarters, ... and back).
+  pipeline_depth_ = (rail_ != RailKind::None ? 2 : interDepth(c, nodes)) + 2 * intra_depth;
   // The bytes all messages move together, about: every byte once over each edge of a
   // node's trees per intra-node phase (two for AllReduce), and once per chain hop.
   // Spread over at most max_transfers_ messages, that is the smallest chunk.
@@ -110,10 +112,14 @@ void Composer::run(Collective c, int root_rank) {
   auto everyPiece = [](const Piece&) { return true; };
   switch (c) {
     case Collective::AllReduce:
-      if (rail_rings_) {
+      if (rail_ != RailKind::None) {
         rail_chunk_ = railChunkBytes(nodes);
         for (int k = 0; k < nodes; ++k) railIntra(k, true, p1);
-        railRings(p2);
+        if (rail_ == RailKind::Rings) {
+          railRings(p2);
+        } else {
+          railHalving(p2);
+        }
         for (int k = 0; k < nodes; ++k) railIntra(k, false, p3);
         break;
       }
@@ -306,7 +312,7 @@ namespace {
 
 Plan compose(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
              int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
-             std::size_t max_transfers, bool rail_rings) {
+             std::size_t max_transfers, detail::RailKind rail) {
   Plan plan = emptyPlan(collective, "blink-hierarchical", topology, bytes, options.element_size);
   plan.chunk_bytes = options.chunk_bytes;
   if (!isMultiNode(topology)) {
@@ -323,7 +329,7 @@ Plan compose(Collective collective, const topo::Topology& topology, std::uint64_
     plan.root = root_rank;
   }
   if (bytes == 0) return plan;
-  detail::Composer composer(plan, topology, options, pack, max_transfers, rail_rings);
+  detail::Composer composer(plan, topology, options, pack, max_transfers, rail);
   composer.run(collective, rooted ? root_rank : -1);
   validateStructure(plan);
   return plan;
@@ -334,13 +340,22 @@ Plan compose(Collective collective, const topo::Topology& topology, std::uint64_
 Plan lowerHierarchical(Collective collective, const topo::Topology& topology, std::uint64_t bytes,
                        int root_rank, const LowerOptions& options, const treegen::PackOptions& pack,
                        std::size_t max_transfers) {
-  return compose(collective, topology, bytes, root_rank, options, pack, max_transfers, false);
+  return compose(collective, topology, bytes, root_rank, options, pack, max_transfers,
+                 detail::RailKind::None);
 }
 
 Plan lowerRailRings(const topo::Topology& topology, std::uint64_t bytes,
                     const LowerOptions& options, const treegen::PackOptions& pack,
                     std::size_t max_transfers) {
-  return compose(Collective::AllReduce, topology, bytes, -1, options, pack, max_transfers, true);
+  return compose(Collective::AllReduce, topology, bytes, -1, options, pack, max_transfers,
+                 detail::RailKind::Rings);
+}
+
+Plan lowerRailHalving(const topo::Topology& topology, std::uint64_t bytes,
+                      const LowerOptions& options, const treegen::PackOptions& pack,
+                      std::size_t max_transfers) {
+  return compose(Collective::AllReduce, topology, bytes, -1, options, pack, max_transfers,
+                 detail::RailKind::Halving);
 }
 
 }  // namespace blink::plan

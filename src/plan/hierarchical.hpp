@@ -112,4 +112,16 @@ Plan lowerRailRings(const topo::Topology& topology, std::uint64_t bytes,
                     const LowerOptions& options, const treegen::PackOptions& pack = {},
                     std::size_t max_transfers = kHierarchicalMaxTransfers);
 
+// AllReduce's rail variant with few stages between nodes (also "blink-hierarchical"):
+// each chunk of a rail crosses the rail's owners as a Rabenseifner AllReduce, a
+// reduce-scatter by recursive halving then an allgather by recursive doubling (the
+// same bytes per node as the ring, 2 log2 N stages instead of 2(N - 1); where N is not
+// a power of two, the nodes beyond the largest power fold their chunk into a
+// neighbour first, rotating over the chunks). The intra-node phases feed and drain
+// each chunk in the order its halving takes and gives it (the half sent first, first).
+// Same errors as lowerHierarchical.
+Plan lowerRailHalving(const topo::Topology& topology, std::uint64_t bytes,
+                      const LowerOptions& options, const treegen::PackOptions& pack = {},
+                      std::size_t max_transfers = kHierarchicalMaxTransfers);
+
 }  // namespace blink::plan

@@ -47,6 +47,11 @@ inline bool lessDone(std::uint64_t a_done, std::uint64_t a_total, std::uint64_t 
          static_cast<double>(b_done) * static_cast<double>(a_total);
 }
 
+// AllReduce's inter-node phase between the owners of each rail (hierarchical.hpp):
+// none (chains or double binary trees over the pieces), a pipelined ring per rail, or
+// recursive halving and doubling per rail.
+enum class RailKind { None, Rings, Halving };
+
 struct NodeTrees {
   std::vector<detail::LoweredTree> trees;
   std::map<int, std::vector<std::size_t>> by_root;  // rank -> indices into trees
@@ -55,7 +60,8 @@ struct NodeTrees {
 class Composer {
  public:
   Composer(Plan& plan, const topo::Topology& t, const LowerOptions& options,
-           const treegen::PackOptions& pack, std::size_t max_transfers, bool rail_rings = false)
+           const treegen::PackOptions& pack, std::size_t max_transfers,
+           RailKind rail = RailKind::None)
       : plan_(plan),
         t_(t),
         options_(options),
@@ -64,7 +70,7 @@ class Composer {
         b_(plan, t, options),
         tracks_(static_cast<std::size_t>(plan.num_ranks), RangeTracker(plan.bytes)),
         max_transfers_(max_transfers),
-        rail_rings_(rail_rings) {}
+        rail_(rail) {}
 
   void run(Collective c, int root_rank);
 
@@ -225,17 +231,58 @@ class Composer {
   // its segments on that node (from segment k + 1 for the reduction, from k for the
   // gather), so the ring is fed from its first step.
 
-  // The bytes of one ring chunk of a rail (N segments).
+  // The bytes of one chunk of a rail (rings: N segments; halving: 2^floor(log2 N)).
   std::uint64_t railChunkBytes(int nodes) const;
 
-  // The ring chunks of rail p.
+  // The chunks of rail p.
   std::vector<Range> railChunks(const Piece& p) const;
 
-  // Node k: each owner's rails over the node's allgather trees, in ring order.
+  // Node k: each owner's rails over the node's allgather trees, chunk after chunk, each
+  // chunk's parts in the order the inter-node phase takes (up) or gives (down) them on
+  // node k.
   void railIntra(int k, bool up, int channel_base);
+
+  // Chunk c (the c-th of its rail) of `chunk` on node k as railIntra moves it: its two
+  // parts in the order the rail's ring or halving takes them (up) or gives them.
+  std::vector<Range> railOrder(int k, std::size_t c, Range chunk, bool up) const;
 
   // The rings of every rail, chunk after chunk.
   void railRings(int channel_base);
+
+  // ---- recursive halving and doubling per rail (hierarchical_rail_halving.cpp) ----
+  //
+  // Each chunk of a rail is cut into P = 2^floor(log2 N) segments and crosses the nodes
+  // as a Rabenseifner AllReduce over the rail's owners: a reduce-scatter by recursive
+  // halving (log2 P steps, the partner at distance P/2 first: half the chunk, then a
+  // quarter, ... until each of P nodes holds one segment reduced) and an allgather by
+  // recursive doubling (the mirror), so a chunk passes 2 log2 P stages instead of the
+  // ring's 2(N - 1) at the same bytes per node. Where N is not a power of two, r = N - P
+  // nodes first fold their chunk into a neighbour (positions 2i into 2i + 1, i < r) and
+  // get the result back from it at the end; the positions rotate by one node per chunk,
+  // so every node folds or receives folds equally often over the chunks and the NICs
+  // stay balanced (on average 2(N - 1)/N of the rail per node, as the ring). On a power
+  // of two there is no rotation: each rank keeps its log2 N partners.
+
+  // Chunk c's virtual rank of node k in the halving (the partner's where k folds), and
+  // whether k folds into it.
+  struct HalvingPlace {
+    int virtual_rank = 0;
+    bool folds = false;
+  };
+  HalvingPlace halvingPlace(int k, std::size_t c, int nodes) const;
+
+  // The node of virtual rank v in chunk c.
+  int halvingNode(int v, std::size_t c, int nodes) const;
+
+  // The bytes of one halving chunk of a rail (P segments).
+  std::uint64_t halvingChunkBytes(int nodes) const;
+
+  // railOrder for the halving: up, the half node k's virtual rank sends at the first
+  // step, then the half it keeps; down, the half it kept, then the other.
+  std::vector<Range> halvingOrder(int k, std::size_t c, Range chunk, bool up) const;
+
+  // The halving and doubling of every rail, chunk after chunk.
+  void railHalving(int channel_base);
 
   // ---- channel shares ----
 
@@ -294,14 +341,14 @@ class Composer {
   std::map<int, double> channel_share_;  // channel (before renumbering) -> GB/s
   std::uint64_t largest_chunk_ = 0;
   int pipeline_depth_ = 2;
-  std::size_t max_transfers_ = 0;  // HierarchicalOptions::max_transfers
-  std::uint64_t chunk_floor_ = 0;  // the smallest chunk that keeps within it
-  bool whole_cuts_ = false;        // nodes cut the whole buffer among their ports
-  bool one_way_trees_ = false;     // AllGather/ReduceScatter: pieces over two binary trees
-  bool runs_ = false;              // AllReduce moves each port's run between nodes as one
-  std::uint64_t inter_floor_ = 0;  // runs_ or one_way_trees_: the inter-node smallest chunk
-  bool rail_rings_ = false;        // AllReduce: a pipelined ring per rail between nodes
-  std::uint64_t rail_chunk_ = 0;   // rail_rings_: the bytes of one ring chunk
+  std::size_t max_transfers_ = 0;   // HierarchicalOptions::max_transfers
+  std::uint64_t chunk_floor_ = 0;   // the smallest chunk that keeps within it
+  bool whole_cuts_ = false;         // nodes cut the whole buffer among their ports
+  bool one_way_trees_ = false;      // AllGather/ReduceScatter: pieces over two binary trees
+  bool runs_ = false;               // AllReduce moves each port's run between nodes as one
+  std::uint64_t inter_floor_ = 0;   // runs_ or one_way_trees_: the inter-node smallest chunk
+  RailKind rail_ = RailKind::None;  // AllReduce: the rail variant between nodes, if any
+  std::uint64_t rail_chunk_ = 0;    // rail variants: the bytes of one chunk of a rail
 };
 
 }  // namespace blink::plan::detail

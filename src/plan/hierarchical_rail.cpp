@@ -42,6 +42,7 @@ void appendRange(std::vector<Range>& list, Range r) {
 }  // namespace
 
 std::uint64_t Composer::railChunkBytes(int nodes) const {
+  if (rail_ == RailKind::Halving) return halvingChunkBytes(nodes);
   const auto n = static_cast<std::uint64_t>(nodes);
   std::uint64_t segment = options_.chunk_bytes > 0 ? options_.chunk_bytes : kRailMinSegmentBytes;
   if (options_.chunk_bytes == 0 && max_transfers_ > 0) {
@@ -61,9 +62,19 @@ std::vector<Range> Composer::railChunks(const Piece& p) const {
   return b_.chunks(p.range.first, p.range.second, rail_chunk_);
 }
 
+std::vector<Range> Composer::railOrder(int k, std::size_t c, Range chunk, bool up) const {
+  if (rail_ == RailKind::Halving) return halvingOrder(k, c, chunk, up);
+  // Node k first sends segment k + 1 (its own part of it, to node k - 1), then k + 2,
+  // ..., and finishes segment k first, then receives k + 1, k + 2, ...: the reduction
+  // takes the chunk from segment k + 1 on, the gather gives it from segment k on.
+  const int nodes = static_cast<int>(layout_.node_ids.size());
+  const auto segments = evenParts(chunk, nodes, es());
+  const std::uint64_t split = segments[static_cast<std::size_t>((k + (up ? 1 : 0)) % nodes)].first;
+  return {{split, chunk.first + chunk.second - split}, {chunk.first, split - chunk.first}};
+}
+
 void Composer::railIntra(int k, bool up, int channel_base) {
   if (localCount(k) < 2) return;
-  const int nodes = static_cast<int>(layout_.node_ids.size());
   std::map<int, std::vector<Range>> ranges;
   for (int r : layout_.ranks[static_cast<std::size_t>(k)]) ranges[r] = {};
   std::vector<std::vector<Range>> chunks;
@@ -72,20 +83,12 @@ void Composer::railIntra(int k, bool up, int channel_base) {
     chunks.push_back(railChunks(p));
     most = std::max(most, chunks.back().size());
   }
-  // Chunk after chunk over the rails, as the rings take them. Inside a chunk, node k
-  // first sends segment k + 1 (its own part of it, to node k - 1), then k + 2, ...,
-  // and finishes segment k first, then receives k + 1, k + 2, ...: the reduction
-  // delivers the chunk from segment k + 1 on, the gather takes it from segment k on.
+  // Chunk after chunk over the rails, as the rings (or halvings) take them.
   for (std::size_t c = 0; c < most; ++c) {
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
       if (c >= chunks[i].size()) continue;
-      const Range chunk = chunks[i][c];
-      const auto segments = evenParts(chunk, nodes, es());
-      const std::uint64_t split =
-          segments[static_cast<std::size_t>((k + (up ? 1 : 0)) % nodes)].first;
       auto& list = ranges[pieces_[i].owner[static_cast<std::size_t>(k)]];
-      appendRange(list, {split, chunk.first + chunk.second - split});
-      appendRange(list, {chunk.first, split - chunk.first});
+      for (const Range& part : railOrder(k, c, chunks[i][c], up)) appendRange(list, part);
     }
   }
   intra(allGatherTrees(k), ranges, up, channel_base, 1, true);

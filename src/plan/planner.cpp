@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -222,31 +224,31 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
   }
 }
 
-// AllReduce's rail variant of the hierarchical plan (a pipelined ring per rail between
-// nodes, lowerRailRings) replaces `h` (predicted `seconds`) where it simulates faster
-// (1 GiB on hgx-h100: 0.79 of the NIC bound against 0.71 on 16 nodes, 0.70 against
-// 0.67 on 32; 0.50 against 0.51 on 128: perf/README.md, "Fifth pass").
+// AllReduce's rail variants of the hierarchical plan replace `h` (predicted `seconds`)
+// where they simulate faster: a pipelined ring per rail between nodes (lowerRailRings;
+// 1 GiB on hgx-h100: 0.79 of the NIC bound against 0.71 on 16 nodes, 0.70 against
+// 0.67 on 32; 0.50 against 0.51 on 128: perf/README.md, "Fifth pass") and recursive
+// halving and doubling per rail (lowerRailHalving: perf/README.md, "Sixth pass").
 // Tried from kRailRingsMinNodes nodes on: below, the second simulation doubles the
 // planning time of 64-GPU clusters past issue 16's 1 s (hgx-h100:8: 1.0 -> 2.0 CPU s)
 // for a few percent (0.83 -> 0.87 of the bound at 1 GiB).
 constexpr std::size_t kRailRingsMinNodes = 16;
 
-void railRingsWhereFaster(Plan& h, double& seconds, const topo::Topology& t, std::uint64_t bytes,
-                          const PlannerOptions& o) {
-  Plan rail = lowerRailRings(t, bytes, o.lower, o.pack);
+// The verdict goes to `verdicts` (for the plan finally kept).
+void railWhereFaster(Plan& h, double& seconds, const topo::Topology& t, const PlannerOptions& o,
+                     Plan rail, const char* what, std::vector<std::string>& verdicts) {
   double rail_seconds = timedSimulate(rail, t, o.sim).seconds;
   equalSharesWhereFaster(rail, rail_seconds, t, o);
   std::ostringstream note;
   if (rail_seconds < seconds) {
-    note << "rail rings between nodes: predicted " << rail_seconds * 1e6 << " us instead of "
-         << seconds * 1e6 << " us with chains or double binary trees";
-    rail.notes.push_back(note.str());
+    note << what << " between nodes: predicted " << rail_seconds * 1e6 << " us instead of "
+         << seconds * 1e6 << " us";
     h = std::move(rail);
     seconds = rail_seconds;
   } else {
-    note << "rail rings between nodes not taken: predicted " << rail_seconds * 1e6 << " us";
-    h.notes.push_back(note.str());
+    note << what << " between nodes not taken: predicted " << rail_seconds * 1e6 << " us";
   }
+  verdicts.push_back(note.str());
 }
 
 }  // namespace
@@ -313,7 +315,12 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
       equalSharesWhereFaster(h, seconds, t, o);
       coarserChunksWhereFaster(h, seconds, c, t, bytes, root_rank, o);
       if (c == Collective::AllReduce && nodeLayout(t).node_ids.size() >= kRailRingsMinNodes) {
-        railRingsWhereFaster(h, seconds, t, bytes, o);
+        std::vector<std::string> verdicts;
+        railWhereFaster(h, seconds, t, o, lowerRailRings(t, bytes, o.lower, o.pack), "rail rings",
+                        verdicts);
+        railWhereFaster(h, seconds, t, o, lowerRailHalving(t, bytes, o.lower, o.pack),
+                        "rail halving and doubling", verdicts);
+        h.notes.insert(h.notes.end(), verdicts.begin(), verdicts.end());
       }
       out.emplace_back(std::move(h), seconds);
     } catch (const Error& e) {

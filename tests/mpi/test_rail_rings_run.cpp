@@ -1,7 +1,9 @@
-// AllReduce's rail variant of the hierarchical plan (plan::lowerRailRings) run by the
-// executor on host ranks: each MPI rank is one GPU of a small H100 cluster (nodes of
-// one and two GPUs, so rails cross nodes of unequal sizes), the messages over the
-// PMPI transport, int32 sums against PMPI_Allreduce, with small chunks (many ring
+// AllReduce's rail variants of the hierarchical plan (plan::lowerRailRings, a ring per
+// rail, and plan::lowerRailHalving, recursive halving and doubling per rail) run by
+// the executor on host ranks: each MPI rank is one GPU of a small H100 cluster (nodes
+// of one and two GPUs, so rails cross nodes of unequal sizes: np 2 and 3 make 2 nodes,
+// np 4 makes 3, where the halving folds a node in, np 5 makes 4), the messages over
+// the PMPI transport, int32 sums against PMPI_Allreduce, with small chunks (many
 // chunks in flight) and with the chunk rule.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -42,10 +44,13 @@ blink::topo::Topology cluster(int ranks) {
       .restrictToGpus(gpus);
 }
 
-TEST(RailRingsRun, MatchesPmpiAllreduce) {
+using Lower = blink::plan::Plan (*)(const blink::topo::Topology&, std::uint64_t,
+                                    const blink::plan::LowerOptions&,
+                                    const blink::treegen::PackOptions&, std::size_t);
+
+void expectMatchesPmpiAllreduce(Lower lower, const std::string& name) {
   namespace rt = blink::runtime;
   const int n = worldSize(), rank = worldRank();
-  if (n < 2) GTEST_SKIP() << "needs two ranks (two nodes)";
   const auto t = cluster(n);
   blink::transport::PmpiTransport transport(MPI_COMM_WORLD);
   for (std::uint64_t chunk : {std::uint64_t{64}, std::uint64_t{0}}) {
@@ -53,7 +58,7 @@ TEST(RailRingsRun, MatchesPmpiAllreduce) {
       blink::plan::LowerOptions options;
       options.element_size = 4;
       options.chunk_bytes = chunk;
-      const auto plan = blink::plan::lowerRailRings(t, count * 4, options);
+      const auto plan = lower(t, count * 4, options, {}, blink::plan::kHierarchicalMaxTransfers);
       const rt::Program program = rt::compileProgram(plan, rank, [&](int peer) {
         return rt::PeerRoute{peer, &transport};
       });
@@ -69,11 +74,21 @@ TEST(RailRingsRun, MatchesPmpiAllreduce) {
                 MPI_SUCCESS);
       rt::RunOptions run;
       run.timeout_seconds = 60;
-      run.what = "rail rings allreduce of " + std::to_string(count * 4) + " bytes";
+      run.what = name + " allreduce of " + std::to_string(count * 4) + " bytes";
       rt::execute(program, reinterpret_cast<std::byte*>(buffer.data()), nullptr, kSum, run);
       EXPECT_EQ(buffer, expected) << run.what << ", chunks " << chunk << ", rank " << rank;
     }
   }
+}
+
+TEST(RailRingsRun, MatchesPmpiAllreduce) {
+  if (worldSize() < 2) GTEST_SKIP() << "needs two ranks (two nodes)";
+  expectMatchesPmpiAllreduce(blink::plan::lowerRailRings, "rail rings");
+}
+
+TEST(RailHalvingRun, MatchesPmpiAllreduce) {
+  if (worldSize() < 2) GTEST_SKIP() << "needs two ranks (two nodes)";
+  expectMatchesPmpiAllreduce(blink::plan::lowerRailHalving, "rail halving");
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-// AllReduce's rail variant of the hierarchical plan (plan::lowerRailRings): a
-// pipelined ring per rail between nodes. Proven by the symbolic executor (an exact
-// oracle of every element's contributions) on clusters with 1-3 GPUs per node, one
-// NIC per GPU, several per GPU or one shared by several GPUs, odd node counts, and
-// buffers with fewer elements than ring segments; its inter-node messages go round
-// the ring of each rail; and the planner takes it where it predicts faster.
+// AllReduce's rail variants of the hierarchical plan: a pipelined ring per rail between
+// nodes (plan::lowerRailRings) and recursive halving and doubling per rail
+// (plan::lowerRailHalving). Proven by the symbolic executor (an exact oracle of every
+// element's contributions) on clusters of 2-8 nodes (powers of two and not) with 1-3
+// GPUs per node, one NIC per GPU, several per GPU or one shared by several GPUs, and
+// buffers with fewer elements than segments; the rings' inter-node messages go round
+// the ring of each rail, the halving's between the partners of its steps; and the
+// planner takes a rail variant where it predicts faster.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -55,6 +57,9 @@ std::vector<topo::Topology> clusters() {
   out.push_back(someGpus("hgx-h100", 3, [](int k) { return 1 + k % 3; }));
   out.push_back(someGpus("hgx-h100", 5, [](int) { return 2; }));
   out.push_back(someGpus("hgx-h100", 7, [](int k) { return 3 - k % 3; }));
+  out.push_back(someGpus("hgx-h100", 4, [](int k) { return 1 + k % 2; }));
+  out.push_back(someGpus("hgx-h100", 6, [](int) { return 1; }));
+  out.push_back(someGpus("hgx-h100", 8, [](int k) { return 1 + k % 3; }));
   // PCIe nodes: one NIC per socket, shared by its GPUs.
   out.push_back(zoo("pcie-8gpu:3"));
   out.push_back(someGpus("pcie-8gpu", 3, [](int k) { return 1 + k % 3; }));
@@ -63,12 +68,15 @@ std::vector<topo::Topology> clusters() {
   return out;
 }
 
-TEST(RailRings, AllReduceIsCorrect) {
+using Lower = plan::Plan (*)(const topo::Topology&, std::uint64_t, const plan::LowerOptions&,
+                             const treegen::PackOptions&, std::size_t);
+
+void expectCorrectWithSmallChunks(Lower lower) {
   for (const auto& t : clusters()) {
     const auto n = static_cast<std::uint64_t>(t.gpus().size());
     for (std::uint64_t bytes : {std::uint64_t{4} * 7 * n, std::uint64_t{4} * (3 * n + 5),
                                 std::uint64_t{4} * 3, std::uint64_t{4}}) {
-      const auto p = plan::lowerRailRings(t, bytes, smallChunks());
+      const auto p = lower(t, bytes, smallChunks(), {}, plan::kHierarchicalMaxTransfers);
       EXPECT_EQ(p.algorithm, "blink-hierarchical");
       expectProven(p, t.name() + " allreduce of " + std::to_string(bytes) + " bytes");
     }
@@ -76,11 +84,63 @@ TEST(RailRings, AllReduceIsCorrect) {
 }
 
 // With the chunk rule and the message budget (no fixed chunk size) too.
-TEST(RailRings, AllReduceWithTheChunkRuleIsCorrect) {
+void expectCorrectWithTheChunkRule(Lower lower) {
   for (const auto& t : clusters()) {
     for (std::uint64_t bytes : {std::uint64_t{1} << 20, std::uint64_t{4} * 1000003}) {
-      expectProven(plan::lowerRailRings(t, bytes, {}),
+      expectProven(lower(t, bytes, {}, {}, plan::kHierarchicalMaxTransfers),
                    t.name() + " allreduce of " + std::to_string(bytes) + " bytes");
+    }
+  }
+}
+
+TEST(RailRings, AllReduceIsCorrect) {
+  expectCorrectWithSmallChunks(plan::lowerRailRings);
+}
+
+TEST(RailRings, AllReduceWithTheChunkRuleIsCorrect) {
+  expectCorrectWithTheChunkRule(plan::lowerRailRings);
+}
+
+TEST(RailHalving, AllReduceIsCorrect) {
+  expectCorrectWithSmallChunks(plan::lowerRailHalving);
+}
+
+TEST(RailHalving, AllReduceWithTheChunkRuleIsCorrect) {
+  expectCorrectWithTheChunkRule(plan::lowerRailHalving);
+}
+
+// A tight message budget (larger chunks, few of them) and a buffer that is not whole
+// segments.
+TEST(RailHalving, AllReduceWithATightBudgetIsCorrect) {
+  for (const auto& t : clusters()) {
+    const std::uint64_t bytes = std::uint64_t{4} * 100003;
+    expectProven(plan::lowerRailHalving(t, bytes, {}, {}, 500),
+                 t.name() + " allreduce of " + std::to_string(bytes) + " bytes, budget 500");
+  }
+}
+
+// On a power-of-two count of nodes N every chunk of a rail pairs the same owners (no
+// folding, no rotation): a rank sends to exactly log2 N peers on other nodes, GPUs of
+// its own local index on identical nodes with a port per GPU (the ring: one peer).
+TEST(RailHalving, MessagesBetweenNodesGoToTheStepsPartners) {
+  for (const auto& [machine, partners] : std::vector<std::pair<std::string, std::size_t>>{
+           {"hgx-h100:8", 3}, {"hgx-h100:4", 2}, {"dgx1-v100:2", 1}}) {
+    const auto t = zoo(machine);
+    const auto layout = plan::nodeLayout(t);
+    const auto p = plan::lowerRailHalving(t, std::uint64_t{256} << 20, {});
+    for (int r = 0; r < p.num_ranks; ++r) {
+      std::set<int> peers;
+      for (const auto& s : p.ranks[static_cast<std::size_t>(r)].steps) {
+        if (s.kind != plan::StepKind::Send) continue;
+        const int k = layout.node_of_rank[static_cast<std::size_t>(r)];
+        const int m = layout.node_of_rank[static_cast<std::size_t>(s.peer)];
+        if (k == m) continue;
+        peers.insert(s.peer);
+        EXPECT_EQ(layout.local_of_rank[static_cast<std::size_t>(s.peer)],
+                  layout.local_of_rank[static_cast<std::size_t>(r)])
+            << machine << ": rank " << r << " to " << s.peer;
+      }
+      EXPECT_EQ(peers.size(), partners) << machine << ": rank " << r;
     }
   }
 }
@@ -113,10 +173,11 @@ TEST(RailRings, MessagesBetweenNodesGoRoundTheRails) {
 }
 
 // 1 GiB AllReduce on 16 H100 nodes: the rail rings predict 0.79 of the NIC bound
-// where the double binary trees of the other variant predict 0.71, and the planner
-// takes them. Not 0.9: every segment passes 2(N - 1) = 30 messages one after the
-// other, each waiting out its route's latency (about 9 us), and the chunks in flight
-// that hide it also delay the intra-node AllGather (perf/README.md, "Fifth pass").
+// where the double binary trees of the other variant predict 0.71, and the halving and
+// doubling per rail 0.81; the planner tries all three and takes the halving. Not 0.9:
+// the inter-node phase alone predicts 0.99 (halving), the intra-node ReduceScatter and
+// AllGather around it, fed and drained in chunks that the message budget sizes over
+// the whole cluster, cost the rest (perf/README.md, "Sixth pass").
 TEST(RailRings, SixteenH100NodesAboveTheDoubleBinaryTrees) {
   const auto t = zoo("hgx-h100:16");
   const std::uint64_t bytes = std::uint64_t{1} << 30;
@@ -125,20 +186,26 @@ TEST(RailRings, SixteenH100NodesAboveTheDoubleBinaryTrees) {
     return static_cast<double>(bytes) / plan::simulate(p, t).seconds / 1e9 / bound;
   };
   const double rail = share(plan::lowerRailRings(t, bytes, {}));
+  const double halving = share(plan::lowerRailHalving(t, bytes, {}));
   const double trees = share(plan::lowerHierarchical(Collective::AllReduce, t, bytes, 0, {}));
   EXPECT_GE(rail, 0.78);
   EXPECT_GT(rail, trees);
+  EXPECT_GE(halving, 0.80);
+  EXPECT_GT(halving, rail);
 
   plan::PlannerOptions o;
   o.only_family = "hierarchical";
   const auto choice = plan::choosePlan(Collective::AllReduce, t, bytes, 0, o);
-  bool taken = false;
+  bool rings_tried = false, halving_taken = false;
   std::string notes;
   for (const auto& note : choice.plan.notes) {
-    taken = taken || note.rfind("rail rings between nodes: predicted", 0) == 0;
+    rings_tried = rings_tried || note.rfind("rail rings between nodes: predicted", 0) == 0;
+    halving_taken =
+        halving_taken || note.rfind("between nodes: recursive halving and doubling", 0) == 0;
     notes += note + "\n";
   }
-  EXPECT_TRUE(taken) << notes;
+  EXPECT_TRUE(rings_tried) << notes;
+  EXPECT_TRUE(halving_taken) << notes;
 }
 
 }  // namespace

@@ -1,0 +1,214 @@
+// AllReduce's rail variant with few stages between nodes: recursive halving and
+// doubling (Rabenseifner) per rail, chunk after chunk (the design is in
+// hierarchical_composer.hpp, "recursive halving and doubling per rail").
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plan/hierarchical_composer.hpp"
+
+namespace blink::plan::detail {
+namespace {
+
+// The smallest chunk of a rail where the message budget does not ask for larger ones.
+// A chunk's steps wait for each other (half, quarter, ... of it), each paying its
+// route's latency (about 9 us between H100 nodes), so small chunks lose the NIC to
+// latency and large ones fill and drain the intra-node phases slowly. 1 GiB on
+// hgx-h100:16 / :32 (4 chunks in flight): 2 MiB 0.84 / 0.76 of the NIC bound, 4 MiB
+// 0.81 / 0.80, 8 MiB 0.75 / 0.73.
+constexpr std::uint64_t kHalvingMinChunkBytes = std::uint64_t{4} << 20;
+
+// Chunks of one rail in flight at once, each with a channel for its reduce-scatter and
+// one for its allgather. On one channel pair the chunks already overlap (chunk c + 1
+// takes a step while chunk c takes the next); more pairs hide the steps' latencies
+// further, but chunks in flight share each NIC fairly and finish late together, the
+// intra-node AllGather trailing them. 1 GiB on hgx-h100:32: 2 in flight 0.73 of the
+// NIC bound, 4 0.80; on hgx-h100:128 3 0.64, 4 0.63. The inter-node phase alone
+// (intra-node phases left out, 4 MiB chunks) on 128 nodes: 0.99 with 2 or 4, 0.97
+// with 1; before the reduce-scatter and the allgather had channels of their own, a
+// chunk waited for the allgather of the one before it on the same channel (1: 0.57).
+constexpr int kHalvingChunksInFlight = 4;
+
+// The largest power of two not above n (n >= 1).
+int powerOfTwoBelow(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+int log2Of(int p) {
+  int l = 0;
+  while ((1 << l) < p) ++l;
+  return l;
+}
+
+// How far chunk c's positions are rotated over the nodes: by one node per chunk where
+// some nodes fold (so folding rotates over them), else not at all (so each rank keeps
+// log2 N peers between nodes).
+int rotation(std::size_t c, int nodes) {
+  if (powerOfTwoBelow(nodes) == nodes) return 0;
+  return static_cast<int>(c % static_cast<std::size_t>(nodes));
+}
+
+// Segments [lo, hi) of `segments` as one byte range.
+Range segmentsRange(const std::vector<Range>& segments, int lo, int hi) {
+  const Range& first = segments[static_cast<std::size_t>(lo)];
+  const Range& last = segments[static_cast<std::size_t>(hi - 1)];
+  return {first.first, last.first + last.second - first.first};
+}
+
+}  // namespace
+
+std::uint64_t Composer::halvingChunkBytes(int nodes) const {
+  const int p = powerOfTwoBelow(nodes);
+  const auto segments = static_cast<std::uint64_t>(p);
+  if (options_.chunk_bytes > 0) {
+    return std::max(options_.chunk_bytes / es() * es(), es()) * segments;
+  }
+  std::uint64_t chunk = kHalvingMinChunkBytes;
+  if (max_transfers_ > 0) {
+    // The message budget for the halving's own messages: every chunk of a rail makes
+    // P log2 P messages each way and four per folding node, far fewer than a ring's
+    // P (P - 1) each way, so a budget that held rings to one chunk per rail on 128 H100
+    // nodes leaves the halving 10 (1 GiB: 12.8 MiB chunks, 0.63 of the NIC bound in
+    // 3.2 CPU s; half the budget, 25.7 MiB: 0.55 in 1.9 s; four times, 4 MiB: 0.63 in
+    // 7.5 s).
+    const double budget = static_cast<double>(max_transfers_);
+    const double per_chunk = 2.0 * p * log2Of(p) + 4.0 * (nodes - p);
+    const double floor = static_cast<double>(plan_.bytes) * per_chunk / budget;
+    chunk = std::max(chunk, static_cast<std::uint64_t>(floor));
+  }
+  return std::max(chunk / segments / es() * es(), es()) * segments;
+}
+
+Composer::HalvingPlace Composer::halvingPlace(int k, std::size_t c, int nodes) const {
+  const int p = powerOfTwoBelow(nodes), folding = nodes - p;
+  const int q = (k + rotation(c, nodes)) % nodes;
+  if (q < 2 * folding) return {q / 2, q % 2 == 0};
+  return {q - folding, false};
+}
+
+int Composer::halvingNode(int v, std::size_t c, int nodes) const {
+  const int p = powerOfTwoBelow(nodes), folding = nodes - p;
+  const int q = v < folding ? 2 * v + 1 : v + folding;
+  return (q - rotation(c, nodes) + nodes) % nodes;
+}
+
+std::vector<Range> Composer::halvingOrder(int k, std::size_t c, Range chunk, bool up) const {
+  const int nodes = static_cast<int>(layout_.node_ids.size());
+  const int p = powerOfTwoBelow(nodes);
+  const int v = halvingPlace(k, c, nodes).virtual_rank;
+  const auto segments = evenParts(chunk, p, es());
+  const Range lower = segmentsRange(segments, 0, p / 2), upper = segmentsRange(segments, p / 2, p);
+  // The first step's partner is at distance P/2: the virtual rank without that bit
+  // keeps the lower half.
+  const bool keeps_lower = (v & (p / 2)) == 0;
+  const Range sent = keeps_lower ? upper : lower, kept = keeps_lower ? lower : upper;
+  if (up) return {sent, kept};
+  return {kept, sent};
+}
+
+void Composer::railHalving(int channel_base) {
+  const int nodes = static_cast<int>(layout_.node_ids.size());
+  const int rails = static_cast<int>(pieces_.size());
+  const int p = powerOfTwoBelow(nodes), folding = nodes - p;
+  std::vector<std::vector<Range>> chunks;
+  std::size_t most = 0;
+  for (const Piece& piece : pieces_) {
+    chunks.push_back(railChunks(piece));
+    most = std::max(most, chunks.back().size());
+  }
+  auto send = [&](std::size_t rail, int channel, int from, int to, Range r, bool reduce) {
+    const Piece& piece = pieces_[rail];
+    Hop h;
+    h.from = piece.owner[static_cast<std::size_t>(from)];
+    h.to = piece.owner[static_cast<std::size_t>(to)];
+    h.route = interRoute(from, piece.port[static_cast<std::size_t>(from)], to,
+                         piece.port[static_cast<std::size_t>(to)]);
+    transfer(h.from, h.to, channel, r, h.route, reduce);
+    setShare(channel, hopGbps(h));
+    largest_chunk_ = std::max(largest_chunk_, r.second);
+  };
+  std::vector<std::vector<Range>> segments(pieces_.size());
+  std::vector<int> lo(static_cast<std::size_t>(p)), hi(static_cast<std::size_t>(p));
+  for (std::size_t c = 0; c < most; ++c) {
+    const int group = static_cast<int>(c % static_cast<std::size_t>(kHalvingChunksInFlight));
+    // The reduce-scatter and the allgather on channels of their own: a message waits
+    // for the one before it on its (peer, channel) lane, and the two halves use the
+    // same partners, so on shared channels a chunk's reduce-scatter would wait for the
+    // allgather of the chunk before it (no pipelining at all).
+    auto channel = [&](std::size_t rail, bool gather) {
+      return channel_base + (2 * group + (gather ? 1 : 0)) * rails + static_cast<int>(rail);
+    };
+    auto node = [&](int v) { return halvingNode(v, c, nodes); };
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      segments[i] = c < chunks[i].size() ? evenParts(chunks[i][c], p, es()) : std::vector<Range>{};
+    }
+    // Folding in: position 2j hands its chunk to virtual rank j (position 2j + 1), the
+    // half that rank sends first, first.
+    for (int j = 0; j < folding; ++j) {
+      const int partner = node(j), folder = (partner + nodes - 1) % nodes;
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        if (segments[i].empty()) continue;
+        for (const Range& r : halvingOrder(partner, c, chunks[i][c], true)) {
+          send(i, channel(i, false), folder, partner, r, true);
+        }
+      }
+    }
+    // Reduce-scatter by recursive halving: at distance d, virtual rank v sends the
+    // half of its range that its partner v ^ d keeps and reduces the other half.
+    std::fill(lo.begin(), lo.end(), 0);
+    std::fill(hi.begin(), hi.end(), p);
+    for (int d = p / 2; d >= 1; d /= 2) {
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        if (segments[i].empty()) continue;
+        for (int v = 0; v < p; ++v) {
+          const int mid = lo[v] + (hi[v] - lo[v]) / 2;
+          const bool keeps_lower = (v & d) == 0;
+          const Range r = keeps_lower ? segmentsRange(segments[i], mid, hi[v])
+                                      : segmentsRange(segments[i], lo[v], mid);
+          send(i, channel(i, false), node(v), node(v ^ d), r, true);
+        }
+      }
+      for (int v = 0; v < p; ++v) {
+        const int mid = lo[v] + (hi[v] - lo[v]) / 2;
+        if ((v & d) == 0) {
+          hi[v] = mid;
+        } else {
+          lo[v] = mid;
+        }
+      }
+    }
+    // Allgather by recursive doubling: at distance d, v sends the d segments it holds
+    // (the aligned block around segment v) to v ^ d.
+    for (int d = 1; d < p; d *= 2) {
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        if (segments[i].empty()) continue;
+        for (int v = 0; v < p; ++v) {
+          const int first = v & ~(d - 1);
+          send(i, channel(i, true), node(v), node(v ^ d),
+               segmentsRange(segments[i], first, first + d), false);
+        }
+      }
+    }
+    // Folding out: virtual rank j gives position 2j the result, the half it kept first.
+    for (int j = 0; j < folding; ++j) {
+      const int partner = node(j), folder = (partner + nodes - 1) % nodes;
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        if (segments[i].empty()) continue;
+        for (const Range& r : halvingOrder(partner, c, chunks[i][c], false)) {
+          send(i, channel(i, true), partner, folder, r, false);
+        }
+      }
+    }
+  }
+  std::ostringstream note;
+  note << "between nodes: recursive halving and doubling per rail (" << rails
+       << " rails), chunks of " << rail_chunk_ << " bytes in " << p << " segments";
+  if (folding > 0) note << ", " << folding << " nodes folding in";
+  note << ", " << kHalvingChunksInFlight << " chunks in flight";
+  plan_.notes.push_back(note.str());
+}
+
+}  // namespace blink::plan::detail
