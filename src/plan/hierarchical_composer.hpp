@@ -263,13 +263,8 @@ class Composer {
   // stay balanced (on average 2(N - 1)/N of the rail per node, as the ring). On a power
   // of two there is no rotation: each rank keeps its log2 N partners.
 
-  // Chunk c's virtual rank of node k in the halving (the partner's where k folds), and
-  // whether k folds into it.
-  struct HalvingPlace {
-    int virtual_rank = 0;
-    bool folds = false;
-  };
-  HalvingPlace halvingPlace(int k, std::size_t c, int nodes) const;
+  // Chunk c's virtual rank of node k in the halving (where k folds, its partner's).
+  int halvingRank(int k, std::size_t c, int nodes) const;
 
   // The node of virtual rank v in chunk c.
   int halvingNode(int v, std::size_t c, int nodes) const;

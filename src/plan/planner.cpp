@@ -234,6 +234,17 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
 // for a few percent (0.83 -> 0.87 of the bound at 1 GiB).
 constexpr std::size_t kRailRingsMinNodes = 16;
 
+// Up to this many nodes the halving variant is lowered with kRailHalvingFineBudget times
+// the message budget: the budget is the whole cluster's, so each node's intra-node
+// chunks grow with the node count, and the halving, whose inter-node phase alone
+// predicts 0.99 of the NIC bound, loses the rest to those chunks filling and draining
+// it. 1 GiB on hgx-h100:16 / :32: 0.81 / 0.80 of the NIC bound with the budget (1.0 /
+// 1.5 CPU s for lowering and simulation), 0.85 / 0.83 with twice it, 0.88 / 0.85 with
+// four times (1.9 / 4.7 s). Beyond, the budget stays (hgx-h100:128: four times would
+// take about 17 CPU s, past issue 16's 10 s for the whole planner).
+constexpr std::size_t kRailHalvingFineMaxNodes = 32;
+constexpr std::size_t kRailHalvingFineBudget = 4;
+
 // The verdict goes to `verdicts` (for the plan finally kept).
 void railWhereFaster(Plan& h, double& seconds, const topo::Topology& t, const PlannerOptions& o,
                      Plan rail, const char* what, std::vector<std::string>& verdicts) {
@@ -318,7 +329,10 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
         std::vector<std::string> verdicts;
         railWhereFaster(h, seconds, t, o, lowerRailRings(t, bytes, o.lower, o.pack), "rail rings",
                         verdicts);
-        railWhereFaster(h, seconds, t, o, lowerRailHalving(t, bytes, o.lower, o.pack),
+        const std::size_t budget = nodeLayout(t).node_ids.size() <= kRailHalvingFineMaxNodes
+                                       ? kRailHalvingFineBudget * kHierarchicalMaxTransfers
+                                       : kHierarchicalMaxTransfers;
+        railWhereFaster(h, seconds, t, o, lowerRailHalving(t, bytes, o.lower, o.pack, budget),
                         "rail halving and doubling", verdicts);
         h.notes.insert(h.notes.end(), verdicts.begin(), verdicts.end());
       }
