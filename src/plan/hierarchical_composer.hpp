@@ -1,9 +1,11 @@
 // The hierarchical plan's composer (internal to hierarchical*.cpp; the design is in
-// hierarchical.hpp). One class whose members are defined in three files along the
+// hierarchical.hpp). One class whose members are defined in five files along the
 // phases: hierarchical.cpp (ownership, chunk sizes, channels and steps),
-// hierarchical_intra.cpp (node classes, their trees, the intra-node phases) and
-// hierarchical_inter.cpp (the inter-node phase: chains, double binary trees, routes)
-// and hierarchical_rail.cpp (AllReduce's rail variant: a pipelined ring per rail).
+// hierarchical_intra.cpp (node classes, their trees, the intra-node phases),
+// hierarchical_inter.cpp (the inter-node phase: chains, double binary trees, routes),
+// hierarchical_rail.cpp (AllReduce's rail variants: their chunks and intra-node phases,
+// a pipelined ring per rail) and hierarchical_rail_halving.cpp (recursive halving and
+// doubling per rail).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
-// AllReduce's rail variant of the hierarchical plan: a pipelined ring AllReduce per
-// rail between nodes, fed and drained by the intra-node phases in the ring's order
-// (the design is in hierarchical_composer.hpp, "AllReduce's rail variant").
+// AllReduce's rail variants of the hierarchical plan: their chunks and intra-node phases
+// (fed and drained in the order the inter-node phase takes and gives each chunk), and
+// the pipelined ring AllReduce per rail (the design is in hierarchical_composer.hpp,
+// "AllReduce's rail variant"; the halving is in hierarchical_rail_halving.cpp).
 #include <algorithm>
 #include <sstream>
 #include <string>

@@ -240,8 +240,9 @@ constexpr std::size_t kRailRingsMinNodes = 16;
 // predicts 0.99 of the NIC bound, loses the rest to those chunks filling and draining
 // it. 1 GiB on hgx-h100:16 / :32: 0.81 / 0.80 of the NIC bound with the budget (1.0 /
 // 1.5 CPU s for lowering and simulation), 0.85 / 0.83 with twice it, 0.88 / 0.85 with
-// four times (1.9 / 4.7 s). Beyond, the budget stays (hgx-h100:128: four times would
-// take about 17 CPU s, past issue 16's 10 s for the whole planner).
+// four times (1.9 / 4.7 s). Beyond, the budget stays (hgx-h100:128: twice 0.75 in 8.9
+// CPU s, four times 0.80 in 15.2 s, for this variant alone: past issue 16's 10 s for the
+// whole planner).
 constexpr std::size_t kRailHalvingFineMaxNodes = 32;
 constexpr std::size_t kRailHalvingFineBudget = 4;
 
