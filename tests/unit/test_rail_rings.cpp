@@ -145,6 +145,34 @@ TEST(RailHalving, MessagesBetweenNodesGoToTheStepsPartners) {
   }
 }
 
+// Where the node count is not a power of two, the folding nodes rotate over the chunks,
+// so every node sends about what a ring would, 2 (N - 1) / N of the buffer, to other
+// nodes (without the rotation a folding node's partner would send 2 (P - 1) / P + 1 of
+// every chunk, 2.5 on 5 nodes against the ring's 1.6, and the folding node 1).
+TEST(RailHalving, FoldingRotatesSoEveryNodeSendsAlike) {
+  for (const char* machine : {"hgx-h100:5", "hgx-h100:6"}) {
+    const auto t = zoo(machine);
+    const auto layout = plan::nodeLayout(t);
+    const int nodes = static_cast<int>(layout.node_ids.size());
+    const std::uint64_t bytes = std::uint64_t{1} << 30;
+    const auto p = plan::lowerRailHalving(t, bytes, {});
+    std::vector<double> sent(static_cast<std::size_t>(nodes), 0.0);
+    for (int r = 0; r < p.num_ranks; ++r) {
+      const int k = layout.node_of_rank[static_cast<std::size_t>(r)];
+      for (const auto& s : p.ranks[static_cast<std::size_t>(r)].steps) {
+        if (s.kind != plan::StepKind::Send) continue;
+        if (layout.node_of_rank[static_cast<std::size_t>(s.peer)] == k) continue;
+        sent[static_cast<std::size_t>(k)] += static_cast<double>(s.bytes);
+      }
+    }
+    const double ring = 2.0 * (nodes - 1) / nodes * static_cast<double>(bytes);
+    for (int k = 0; k < nodes; ++k) {
+      EXPECT_NEAR(sent[static_cast<std::size_t>(k)] / ring, 1.0, 0.05)
+          << machine << ": node " << k << " sends " << sent[static_cast<std::size_t>(k)];
+    }
+  }
+}
+
 // Every message between nodes goes from the owner of a rail on node k to its owner on
 // node k - 1 (mod N): one ring per rail, each rank sending to one peer per rail. On
 // identical nodes with a port per GPU the rails are the GPUs' own: GPU i of node k
