@@ -65,8 +65,8 @@ std::uint64_t Composer::halvingChunkBytes(int nodes) const {
     // P log2 P messages each way and four per folding node, far fewer than a ring's
     // P (P - 1) each way, so a budget that held rings to one chunk per rail on 128 H100
     // nodes leaves the halving 10 (1 GiB: 12.8 MiB chunks, 0.63 of the NIC bound in
-    // 3.2 CPU s; half the budget, 25.7 MiB: 0.55 in 1.9 s; four times, 4 MiB: 0.63 in
-    // 7.5 s).
+    // 3.2 CPU s; half the budget, 25.7 MiB: 0.55 in 1.9 s; four times, 4 MiB with 2 in
+    // flight: 0.63 in 7.6 s).
     const double budget = static_cast<double>(max_transfers_);
     const double per_chunk =
         2.0 * p * std::countr_zero(static_cast<unsigned>(p)) + 4.0 * (nodes - p);
