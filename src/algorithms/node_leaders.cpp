@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -30,13 +31,12 @@ int log2Ceil(int n) {
 }  // namespace
 
 NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout,
-                         std::size_t capacity, double timeout_seconds, int one_round_max_nodes)
+                         std::size_t capacity, double timeout_seconds)
     : board_(board),
       between_(between),
       layout_(std::move(layout)),
       capacity_(capacity),
-      timeout_seconds_(timeout_seconds),
-      one_round_max_nodes_(one_round_max_nodes) {
+      timeout_seconds_(timeout_seconds) {
   const auto me = static_cast<std::size_t>(layout_.rank);
   node_ = layout_.node_of_rank[me];
   local_rank_ = layout_.local_rank_of_rank[me];
@@ -65,9 +65,17 @@ NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layou
   work_a_.resize(capacity_);
   work_b_.resize(capacity_);
   if (leader()) packed_.resize(capacity_);
-  if (oneRoundHere() && nodes_ > 1) {
-    many_.reset(new std::byte[static_cast<std::size_t>(nodes_ - 1) * capacity_]);
+  if (nodes_ > 1) many_.reset(new std::byte[static_cast<std::size_t>(nodes_ - 1) * capacity_]);
+  shapes_.fill(oneRound(nodes_) ? Shape::OneRound : Shape::LogRounds);
+}
+
+void NodeLeaders::setShape(plan::Collective collective, Shape shape) {
+  const auto applies = shapesFor(collective);
+  if (std::find(applies.begin(), applies.end(), shape) == applies.end()) {
+    throw Error(blinkInvalidArgument, std::string("node leaders: ") + toString(shape) +
+                                          " does not apply to " + plan::toString(collective));
   }
+  shapes_[static_cast<std::size_t>(collective)] = shape;
 }
 
 std::vector<transport::StreamKey> NodeLeaders::streamsNeeded() const {
@@ -95,13 +103,111 @@ bool NodeLeaders::oneRound(int nodes) {
 }
 
 int NodeLeaders::rounds(plan::Collective collective, int nodes) {
+  return rounds(oneRound(nodes) ? Shape::OneRound : Shape::LogRounds, collective, nodes);
+}
+
+const char* NodeLeaders::toString(Shape shape) {
+  switch (shape) {
+    case Shape::OneRound:
+      return "one round";
+    case Shape::LogRounds:
+      return "log rounds";
+    case Shape::ViaFirstLeader:
+      return "via the first leader";
+  }
+  return "?";
+}
+
+std::vector<NodeLeaders::Shape> NodeLeaders::shapesFor(plan::Collective collective) {
+  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
+    return {Shape::OneRound, Shape::LogRounds};
+  }
+  return {Shape::OneRound, Shape::LogRounds, Shape::ViaFirstLeader};
+}
+
+int NodeLeaders::rounds(Shape shape, plan::Collective collective, int nodes) {
   if (nodes < 2) return 0;
-  if (oneRound(nodes)) return 1;
+  switch (shape) {
+    case Shape::OneRound:
+      return 1;
+    case Shape::ViaFirstLeader:
+      return 2;
+    case Shape::LogRounds:
+      break;
+  }
   if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
     return log2Ceil(nodes);
   }
   const int p = largestPowerOfTwoUpTo(nodes);
   return log2Ceil(p) + (p == nodes ? 0 : 2);
+}
+
+int NodeLeaders::messages(Shape shape, plan::Collective collective, int nodes) {
+  if (nodes < 2) return 0;
+  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
+    return nodes - 1;  // one to (from) each node, in one round or down a tree
+  }
+  switch (shape) {
+    case Shape::OneRound:
+      return nodes * (nodes - 1);
+    case Shape::ViaFirstLeader:
+      return 2 * (nodes - 1);
+    case Shape::LogRounds:
+      break;
+  }
+  const int p = largestPowerOfTwoUpTo(nodes);
+  return p * log2Ceil(p) + 2 * (nodes - p);
+}
+
+double NodeLeaders::predictLeadersSeconds(Shape shape, plan::Collective collective, int nodes,
+                                          const ShapeCosts& costs) {
+  return rounds(shape, collective, nodes) * costs.round_seconds +
+         messages(shape, collective, nodes) * costs.message_seconds;
+}
+
+NodeLeaders::Shape NodeLeaders::cheapest(plan::Collective collective, int nodes,
+                                         const ShapeCosts& costs) {
+  Shape best = Shape::OneRound;
+  double best_seconds = predictLeadersSeconds(best, collective, nodes, costs);
+  for (Shape shape : shapesFor(collective)) {
+    const double seconds = predictLeadersSeconds(shape, collective, nodes, costs);
+    if (seconds < best_seconds) {
+      best = shape;
+      best_seconds = seconds;
+    }
+  }
+  return best;
+}
+
+bool NodeLeaders::fitCosts(plan::Collective collective, int nodes, const std::vector<Shape>& shapes,
+                           const std::vector<double>& seconds, ShapeCosts& costs) {
+  // Least squares of seconds = rounds * a + messages * b + c over the shapes.
+  double m[3][4] = {};
+  for (std::size_t i = 0; i < shapes.size() && i < seconds.size(); ++i) {
+    const double x[3] = {static_cast<double>(rounds(shapes[i], collective, nodes)),
+                         static_cast<double>(messages(shapes[i], collective, nodes)), 1.0};
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) m[r][c] += x[r] * x[c];
+      m[r][3] += x[r] * seconds[i];
+    }
+  }
+  for (int col = 0; col < 3; ++col) {  // Gauss-Jordan with partial pivoting
+    int pivot = col;
+    for (int r = col + 1; r < 3; ++r) {
+      if (std::abs(m[r][col]) > std::abs(m[pivot][col])) pivot = r;
+    }
+    if (std::abs(m[pivot][col]) < 1e-9) return false;
+    std::swap(m[col], m[pivot]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == col) continue;
+      const double f = m[r][col] / m[col][col];
+      for (int c = col; c < 4; ++c) m[r][c] -= f * m[col][c];
+    }
+  }
+  // A negative constant is noise around zero.
+  costs.round_seconds = std::max(0.0, m[0][3] / m[0][0]);
+  costs.message_seconds = std::max(0.0, m[1][3] / m[1][1]);
+  return true;
 }
 
 double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collective collective,
@@ -199,14 +305,15 @@ double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collect
   return seconds;
 }
 
-void NodeLeaders::begin(const char* collective, std::size_t bytes) {
+void NodeLeaders::begin(plan::Collective collective, const char* name, std::size_t bytes) {
   if (bytes > capacity_) {
-    throw Error(blinkInternalError, std::string("node leaders: ") + collective + " of " +
+    throw Error(blinkInternalError, std::string("node leaders: ") + name + " of " +
                                         std::to_string(bytes) + " bytes exceeds " +
                                         std::to_string(capacity_));
   }
   ++call_;
-  collective_ = collective;
+  collective_ = name;
+  shape_ = shape(collective);
   bytes_ = bytes;
   callLeaders(-1);
 }
@@ -305,7 +412,23 @@ int everyOtherNode(int nodes, int me, Parts& parts, Of&& of) {
 std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
                                          const Combine& combine) {
   std::byte* other = acc == work_a_.data() ? work_b_.data() : work_a_.data();
-  if (oneRoundHere()) {
+  if (shape_ == Shape::ViaFirstLeader) {  // the same bits as one round: node order
+    if (node_ != 0) {
+      exchange(0, acc, bytes, -1, nullptr, 0);
+      exchange(-1, nullptr, 0, 0, acc, bytes);
+      return acc;
+    }
+    std::array<Part, kMaxNodes> parts;
+    const int count = everyOtherNode(nodes_, node_, parts, [&](int n) {
+      return Part{n, nullptr, slot(n, bytes), bytes};
+    });
+    exchangeAll(nullptr, 0, parts.data(), count);
+    combineInNodeOrder(acc, other, bytes, combine);
+    everyOtherNode(nodes_, node_, parts, [&](int n) { return Part{n, other, nullptr, bytes}; });
+    exchangeAll(parts.data(), count, nullptr, 0);
+    return other;
+  }
+  if (shape_ == Shape::OneRound) {
     std::array<Part, kMaxNodes> sends, recvs;
     const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
       return Part{n, acc, nullptr, bytes};
@@ -343,7 +466,7 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
 
 void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
                             const Combine& combine) {
-  begin("AllReduce", bytes);
+  begin(plan::Collective::AllReduce, "AllReduce", bytes);
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -364,7 +487,7 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
 void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                                 const Combine& combine) {
   const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
-  begin("ReduceScatter", bytes);
+  begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes);
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -380,7 +503,7 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
 }
 
 void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
-  begin("Broadcast", bytes);
+  begin(plan::Collective::Broadcast, "Broadcast", bytes);
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
@@ -393,7 +516,7 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
       std::memcpy(out, in, bytes);
     }
   }
-  if (speaks && oneRoundHere()) {
+  if (speaks && shape_ != Shape::LogRounds) {
     if (node_ == root_node) {
       std::array<Part, kMaxNodes> sends;
       const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
@@ -418,7 +541,7 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
 
 void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
                          const Combine& combine, int root) {
-  begin("Reduce", bytes);
+  begin(plan::Collective::Reduce, "Reduce", bytes);
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
@@ -431,7 +554,7 @@ void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
                    layout_.local_rank_of_rank[static_cast<std::size_t>(speaker)]);
   }
   if (speaker != layout_.rank) return;
-  if (oneRoundHere()) {
+  if (shape_ != Shape::LogRounds) {
     if (node_ != root_node) {
       exchange(root_node, acc, bytes, -1, nullptr, 0);
       return;
@@ -487,7 +610,7 @@ void NodeLeaders::unpack(std::uint64_t nodes, const std::byte* packed, std::byte
 void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
   const std::size_t ranks = layout_.node_of_rank.size();
   const std::size_t bytes = ranks * block_bytes;
-  begin("AllGather", bytes);
+  begin(plan::Collective::AllGather, "AllGather", bytes);
   block_bytes_ = block_bytes;
   if (!leader()) {
     board_->gather(in, nullptr, block_bytes, 0);
@@ -504,9 +627,22 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
     board_->gather(in, own, block_bytes, 0);
   }
   const int p = largestPowerOfTwoUpTo(nodes_);
-  if (oneRoundHere()) {  // each node's blocks straight to their place
+  const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
+  if (shape_ == Shape::ViaFirstLeader && node_ != 0) {
+    exchange(0, own, own_bytes, -1, nullptr, 0);
+    exchange(-1, nullptr, 0, 0, all, bytes);
+  } else if (shape_ == Shape::ViaFirstLeader) {  // each node's blocks to their place, all back
+    std::array<Part, kMaxNodes> parts;
+    const int count = everyOtherNode(nodes_, node_, parts, [&](int n) {
+      const auto k = static_cast<std::size_t>(n);
+      return Part{n, nullptr, all + first_block_[k] * block_bytes,
+                  static_cast<std::size_t>(ranks_on_[k]) * block_bytes};
+    });
+    exchangeAll(nullptr, 0, parts.data(), count);
+    everyOtherNode(nodes_, node_, parts, [&](int n) { return Part{n, all, nullptr, bytes}; });
+    exchangeAll(parts.data(), count, nullptr, 0);
+  } else if (shape_ == Shape::OneRound) {  // each node's blocks straight to their place
     std::array<Part, kMaxNodes> sends, recvs;
-    const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
     const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
       return Part{n, own, nullptr, own_bytes};
     });

@@ -115,6 +115,10 @@ class Communicator {
   // message per peer: latency, not the NIC, decides) take whichever of UCX and PMPI a
   // short measurement at set-up finds faster, the same on every rank.
   void chooseLeadersTransport();
+  // On three nodes or more, each collective's shape between the leaders
+  // (algorithms/node_leaders.hpp): the cost of a round and of a message fitted to
+  // 8-byte AllReduces timed in each shape at set-up, the same on every rank.
+  void chooseLeadersShapes();
   // The node leaders' algorithm over `between` on this communicator's board and layout.
   std::unique_ptr<algorithms::NodeLeaders> makeNodeLeaders(Transport& between) const;
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in

@@ -216,6 +216,7 @@ bool Communicator::ensureLeaders() {
   if (!agreed(failure, "setting up the streams between node leaders")) return false;
   leaders_between_ = between_nodes_;
   if (rounds_alternative_ != nullptr) chooseLeadersTransport();
+  chooseLeadersShapes();
   if (layout_.rank == 0) {
     BLINK_LOG(Info, "node leaders: the board on each node, rounds between "
                         << layout_.num_nodes << " leaders over " << leaders_between_->name()
@@ -280,6 +281,60 @@ void Communicator::chooseLeadersTransport() {
     leaders_ = std::move(other);
     leaders_between_ = rounds_alternative_;
   }
+}
+
+void Communicator::chooseLeadersShapes() {
+  using Shape = algorithms::NodeLeaders::Shape;
+  if (layout_.num_nodes < 3) return;  // two leaders: one exchange whatever the shape
+  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
+  const auto shapes = algorithms::NodeLeaders::shapesFor(plan::Collective::AllReduce);
+  std::byte in[8] = {}, out[8] = {};
+  const Combine combine = [](std::byte* inout, const std::byte* incoming, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
+  };
+  auto seconds = [&](Shape shape, int calls) {
+    leaders_->setShape(plan::Collective::AllReduce, shape);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) leaders_->allReduce(in, out, sizeof in, combine);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (Shape shape : shapes) seconds(shape, kWarmUp);
+  std::vector<double> spent(shapes.size(), 0.0), slowest(shapes.size(), 0.0);
+  for (int block = 0; block < kBlocks; ++block) {  // alternated, the order rotating
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const std::size_t at = (k + static_cast<std::size_t>(block)) % shapes.size();
+      spent[at] += seconds(shapes[at], kCallsPerBlock);
+    }
+  }
+  allreduceWithin(spent.data(), slowest.data(), static_cast<int>(shapes.size()), MPI_DOUBLE,
+                  MPI_MAX, comm_, timeout_s_, "measuring the leaders' shapes");
+  leaders_between_->settle(timeout_s_);
+  std::ostringstream note;
+  note.precision(3);
+  note << (leaders_note_.empty() ? "" : "; ") << "an 8-byte AllReduce through the leaders:";
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    slowest[k] /= kBlocks * kCallsPerBlock;
+    note << (k == 0 ? " " : ", ") << algorithms::NodeLeaders::toString(shapes[k]) << " "
+         << slowest[k] * 1e6 << " us";
+  }
+  algorithms::NodeLeaders::ShapeCosts costs;
+  if (!algorithms::NodeLeaders::fitCosts(plan::Collective::AllReduce, layout_.num_nodes, shapes,
+                                         slowest, costs)) {
+    leaders_->setShape(plan::Collective::AllReduce, Shape::OneRound);
+    leaders_note_ += note.str() + ", no fit: one round for all";
+    return;
+  }
+  note << "; fitted: a round " << costs.round_seconds * 1e6 << " us, a message "
+       << costs.message_seconds * 1e6 << " us; shapes:";
+  for (auto collective :
+       {plan::Collective::Broadcast, plan::Collective::Reduce, plan::Collective::AllGather,
+        plan::Collective::ReduceScatter, plan::Collective::AllReduce}) {
+    const Shape shape = algorithms::NodeLeaders::cheapest(collective, layout_.num_nodes, costs);
+    leaders_->setShape(collective, shape);
+    note << " " << plan::toString(collective) << " " << algorithms::NodeLeaders::toString(shape)
+         << (collective == plan::Collective::AllReduce ? "" : ",");
+  }
+  leaders_note_ += note.str();
 }
 
 }  // namespace blink::runtime

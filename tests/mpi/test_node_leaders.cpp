@@ -3,13 +3,14 @@
 // contiguous), each node's board over shared memory, the leaders' messages over the
 // PMPI transport, both as it moves a round (every message its own request, one poll
 // for all: PmpiTransport::moveAllAtOnce) and through its streams one by one (as
-// over UCX). Both ways between the leaders run: one round (up to 8 nodes, what the
-// runtime uses here) and the log rounds (recursive doubling with the fix-up for a node
-// count that is not a power of two, binomial trees) that larger jobs take. Every
-// collective, in place and not, every root, against PMPI_*.
+// over UCX). Every shape between the leaders runs (on 2 to 7 nodes with NP 7): one
+// round, the log rounds (recursive doubling with the fix-up for a node count that is
+// not a power of two, binomial trees) and via the first leader (where it applies).
+// Every collective, in place and not, every root, against PMPI_*.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -61,7 +62,7 @@ class StreamsOnly final : public blink::transport::Transport {
 // Everything one layout needs: rank r on node r % nodes.
 class EmulatedNodes {
  public:
-  EmulatedNodes(int nodes, int one_round_max_nodes, bool streams_only) {
+  EmulatedNodes(int nodes, NodeLeaders::Shape shape, bool streams_only) {
     const int rank = worldRank(), n = worldSize();
     NodeLeaders::Layout layout;
     layout.rank = rank;
@@ -80,8 +81,16 @@ class EmulatedNodes {
     streams_only_ = std::make_unique<StreamsOnly>(*transport_);
     blink::transport::Transport& between =
         streams_only ? static_cast<blink::transport::Transport&>(*streams_only_) : *transport_;
-    leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout,
-                                             one_round_max_nodes);
+    leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout);
+    for (auto collective :
+         {blink::plan::Collective::Broadcast, blink::plan::Collective::Reduce,
+          blink::plan::Collective::AllGather, blink::plan::Collective::ReduceScatter,
+          blink::plan::Collective::AllReduce}) {
+      const auto applies = NodeLeaders::shapesFor(collective);
+      // Via the first leader is one round for the rooted ones.
+      const bool fits = std::find(applies.begin(), applies.end(), shape) != applies.end();
+      leaders_->setShape(collective, fits ? shape : NodeLeaders::Shape::OneRound);
+    }
     const auto keys = leaders_->streamsNeeded();
     between.ensureStreams(keys, keys);
   }
@@ -164,16 +173,16 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
   }
 }
 
-TEST(NodeLeaders, OneRoundAndLogRoundsMatchPmpi) {
+TEST(NodeLeaders, EveryShapeMatchesPmpi) {
   const int n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   for (int nodes = 2; nodes <= n; ++nodes) {
-    for (int one_round_max : {NodeLeaders::kOneRoundMaxNodes, 1}) {
+    for (auto shape : {NodeLeaders::Shape::OneRound, NodeLeaders::Shape::LogRounds,
+                       NodeLeaders::Shape::ViaFirstLeader}) {
       for (bool streams_only : {false, true}) {
-        EmulatedNodes emulated(nodes, one_round_max, streams_only);
+        EmulatedNodes emulated(nodes, shape, streams_only);
         checkEveryCollective(emulated.leaders(),
-                             std::to_string(nodes) + " nodes, " +
-                                 (one_round_max == 1 ? "log rounds" : "one round") +
+                             std::to_string(nodes) + " nodes, " + NodeLeaders::toString(shape) +
                                  (streams_only ? ", stream by stream" : ", a round at once"));
       }
     }
