@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -15,18 +14,6 @@ namespace {
 
 // Node sets are bit sets of one word.
 constexpr int kMaxNodes = 64;
-
-int largestPowerOfTwoUpTo(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
-int log2Ceil(int n) {
-  int rounds = 0;
-  while ((1 << rounds) < n) ++rounds;
-  return rounds;
-}
 
 }  // namespace
 
@@ -96,118 +83,6 @@ void NodeLeaders::callLeaders(int root) {
     call_leader_[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(root)])] =
         root;
   }
-}
-
-bool NodeLeaders::oneRound(int nodes) {
-  return nodes <= kOneRoundMaxNodes;
-}
-
-int NodeLeaders::rounds(plan::Collective collective, int nodes) {
-  return rounds(oneRound(nodes) ? Shape::OneRound : Shape::LogRounds, collective, nodes);
-}
-
-const char* NodeLeaders::toString(Shape shape) {
-  switch (shape) {
-    case Shape::OneRound:
-      return "one round";
-    case Shape::LogRounds:
-      return "log rounds";
-    case Shape::ViaFirstLeader:
-      return "via the first leader";
-  }
-  return "?";
-}
-
-std::vector<NodeLeaders::Shape> NodeLeaders::shapesFor(plan::Collective collective) {
-  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
-    return {Shape::OneRound, Shape::LogRounds};
-  }
-  return {Shape::OneRound, Shape::LogRounds, Shape::ViaFirstLeader};
-}
-
-int NodeLeaders::rounds(Shape shape, plan::Collective collective, int nodes) {
-  if (nodes < 2) return 0;
-  switch (shape) {
-    case Shape::OneRound:
-      return 1;
-    case Shape::ViaFirstLeader:
-      return 2;
-    case Shape::LogRounds:
-      break;
-  }
-  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
-    return log2Ceil(nodes);
-  }
-  const int p = largestPowerOfTwoUpTo(nodes);
-  return log2Ceil(p) + (p == nodes ? 0 : 2);
-}
-
-int NodeLeaders::messages(Shape shape, plan::Collective collective, int nodes) {
-  if (nodes < 2) return 0;
-  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
-    return nodes - 1;  // one to (from) each node, in one round or down a tree
-  }
-  switch (shape) {
-    case Shape::OneRound:
-      return nodes * (nodes - 1);
-    case Shape::ViaFirstLeader:
-      return 2 * (nodes - 1);
-    case Shape::LogRounds:
-      break;
-  }
-  const int p = largestPowerOfTwoUpTo(nodes);
-  return p * log2Ceil(p) + 2 * (nodes - p);
-}
-
-double NodeLeaders::predictLeadersSeconds(Shape shape, plan::Collective collective, int nodes,
-                                          const ShapeCosts& costs) {
-  return rounds(shape, collective, nodes) * costs.round_seconds +
-         messages(shape, collective, nodes) * costs.message_seconds;
-}
-
-NodeLeaders::Shape NodeLeaders::cheapest(plan::Collective collective, int nodes,
-                                         const ShapeCosts& costs) {
-  Shape best = Shape::OneRound;
-  double best_seconds = predictLeadersSeconds(best, collective, nodes, costs);
-  for (Shape shape : shapesFor(collective)) {
-    const double seconds = predictLeadersSeconds(shape, collective, nodes, costs);
-    if (seconds < best_seconds) {
-      best = shape;
-      best_seconds = seconds;
-    }
-  }
-  return best;
-}
-
-bool NodeLeaders::fitCosts(plan::Collective collective, int nodes, const std::vector<Shape>& shapes,
-                           const std::vector<double>& seconds, ShapeCosts& costs) {
-  // Least squares of seconds = rounds * a + messages * b + c over the shapes.
-  double m[3][4] = {};
-  for (std::size_t i = 0; i < shapes.size() && i < seconds.size(); ++i) {
-    const double x[3] = {static_cast<double>(rounds(shapes[i], collective, nodes)),
-                         static_cast<double>(messages(shapes[i], collective, nodes)), 1.0};
-    for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c) m[r][c] += x[r] * x[c];
-      m[r][3] += x[r] * seconds[i];
-    }
-  }
-  for (int col = 0; col < 3; ++col) {  // Gauss-Jordan with partial pivoting
-    int pivot = col;
-    for (int r = col + 1; r < 3; ++r) {
-      if (std::abs(m[r][col]) > std::abs(m[pivot][col])) pivot = r;
-    }
-    if (std::abs(m[pivot][col]) < 1e-9) return false;
-    std::swap(m[col], m[pivot]);
-    for (int r = 0; r < 3; ++r) {
-      if (r == col) continue;
-      const double f = m[r][col] / m[col][col];
-      for (int c = col; c < 4; ++c) m[r][c] -= f * m[col][c];
-    }
-  }
-  // A negative constant is noise around zero.
-  costs.round_seconds = std::max(0.0, m[0][3] / m[0][0]);
-  costs.message_seconds = std::max(0.0, m[1][3] / m[1][1]);
-  return true;
 }
 
 double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collective collective,
@@ -305,7 +180,29 @@ double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collect
   return seconds;
 }
 
-void NodeLeaders::begin(plan::Collective collective, const char* name, std::size_t bytes) {
+void NodeLeaders::setLeadersComm(MPI_Comm leaders) {
+  leaders_comm_ = leaders;
+  mpi_ready_ = true;
+}
+
+void NodeLeaders::useMpi(plan::Collective collective, bool use) {
+  if (use && !mpi_ready_) {
+    throw Error(blinkInternalError, "node leaders: MPI among the leaders without their comm");
+  }
+  use_mpi_[static_cast<std::size_t>(collective)] = use;
+}
+
+void NodeLeaders::mpiDone(int status, const char* what) const {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  PMPI_Error_string(status, text, &length);
+  throw Error(blinkSystemError, std::string("node leaders: ") + what + " among the leaders (" +
+                                    collective_ + "): " + text);
+}
+
+void NodeLeaders::begin(plan::Collective collective, const char* name, std::size_t bytes,
+                        bool mpi_fits) {
   if (bytes > capacity_) {
     throw Error(blinkInternalError, std::string("node leaders: ") + name + " of " +
                                         std::to_string(bytes) + " bytes exceeds " +
@@ -313,7 +210,7 @@ void NodeLeaders::begin(plan::Collective collective, const char* name, std::size
   }
   ++call_;
   collective_ = name;
-  shape_ = shape(collective);
+  shape_ = mpi_fits && mpi_ready_ && usesMpi(collective) ? Shape::Mpi : shape(collective);
   bytes_ = bytes;
   callLeaders(-1);
 }
@@ -412,6 +309,14 @@ int everyOtherNode(int nodes, int me, Parts& parts, Of&& of) {
 std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
                                          const Combine& combine) {
   std::byte* other = acc == work_a_.data() ? work_b_.data() : work_a_.data();
+  if (shape_ == Shape::Mpi) {
+    int element = 1;
+    PMPI_Type_size(mpi_reduction_.type, &element);
+    mpiDone(PMPI_Allreduce(acc, other, static_cast<int>(bytes / static_cast<std::size_t>(element)),
+                           mpi_reduction_.type, mpi_reduction_.op, leaders_comm_),
+            "MPI_Allreduce");
+    return other;
+  }
   if (shape_ == Shape::ViaFirstLeader) {  // the same bits as one round: node order
     if (node_ != 0) {
       exchange(0, acc, bytes, -1, nullptr, 0);
@@ -440,7 +345,7 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
     combineInNodeOrder(acc, other, bytes, combine);
     return other;
   }
-  const int p = largestPowerOfTwoUpTo(nodes_);
+  const int p = NodeLeaders::largestPowerOfTwoUpTo(nodes_);
   if (node_ >= p) {  // hand the data to node_ - p, get the result back
     exchange(node_ - p, acc, bytes, -1, nullptr, 0);
     exchange(-1, nullptr, 0, node_ - p, acc, bytes);
@@ -465,8 +370,9 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
 }
 
 void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                            const Combine& combine) {
-  begin(plan::Collective::AllReduce, "AllReduce", bytes);
+                            const Combine& combine, MpiReduction mpi) {
+  begin(plan::Collective::AllReduce, "AllReduce", bytes, mpi.type != MPI_DATATYPE_NULL);
+  mpi_reduction_ = mpi;
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -485,9 +391,10 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
 }
 
 void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                                const Combine& combine) {
+                                const Combine& combine, MpiReduction mpi) {
   const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
-  begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes);
+  begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes, mpi.type != MPI_DATATYPE_NULL);
+  mpi_reduction_ = mpi;
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -516,6 +423,14 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
       std::memcpy(out, in, bytes);
     }
   }
+  if (shape_ == Shape::Mpi) {  // the leaders, not the root, speak: the board gave them `out`
+    if (leader()) {
+      mpiDone(PMPI_Bcast(out, static_cast<int>(bytes), MPI_BYTE, root_node, leaders_comm_),
+              "MPI_Bcast");
+    }
+    if (node_ != root_node && !alone()) board_->broadcast(leader() ? out : nullptr, out, bytes, 0);
+    return;
+  }
   if (speaks && shape_ != Shape::LogRounds) {
     if (node_ == root_node) {
       std::array<Part, kMaxNodes> sends;
@@ -540,8 +455,12 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
 }
 
 void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                         const Combine& combine, int root) {
-  begin(plan::Collective::Reduce, "Reduce", bytes);
+                         const Combine& combine, int root, MpiReduction mpi) {
+  // The Mpi way where the root is its node's leader, which speaks for the node anyway.
+  begin(plan::Collective::Reduce, "Reduce", bytes,
+        mpi.type != MPI_DATATYPE_NULL &&
+            layout_.local_rank_of_rank[static_cast<std::size_t>(root)] == 0);
+  mpi_reduction_ = mpi;
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
@@ -554,6 +473,15 @@ void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
                    layout_.local_rank_of_rank[static_cast<std::size_t>(speaker)]);
   }
   if (speaker != layout_.rank) return;
+  if (shape_ == Shape::Mpi) {
+    int element = 1;
+    PMPI_Type_size(mpi.type, &element);
+    mpiDone(PMPI_Reduce(acc, layout_.rank == root ? out : nullptr,
+                        static_cast<int>(bytes / static_cast<std::size_t>(element)), mpi.type,
+                        mpi.op, root_node, leaders_comm_),
+            "MPI_Reduce");
+    return;
+  }
   if (shape_ != Shape::LogRounds) {
     if (node_ != root_node) {
       exchange(root_node, acc, bytes, -1, nullptr, 0);
@@ -626,9 +554,19 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
   } else {
     board_->gather(in, own, block_bytes, 0);
   }
-  const int p = largestPowerOfTwoUpTo(nodes_);
+  const int p = NodeLeaders::largestPowerOfTwoUpTo(nodes_);
   const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
-  if (shape_ == Shape::ViaFirstLeader && node_ != 0) {
+  if (shape_ == Shape::Mpi) {  // each node's blocks are one range of `all`
+    gather_counts_.resize(static_cast<std::size_t>(nodes_));
+    gather_displs_.resize(static_cast<std::size_t>(nodes_));
+    for (std::size_t n = 0; n < gather_counts_.size(); ++n) {
+      gather_counts_[n] = static_cast<int>(static_cast<std::size_t>(ranks_on_[n]) * block_bytes);
+      gather_displs_[n] = static_cast<int>(first_block_[n] * block_bytes);
+    }
+    mpiDone(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, gather_counts_.data(),
+                            gather_displs_.data(), MPI_BYTE, leaders_comm_),
+            "MPI_Allgatherv");
+  } else if (shape_ == Shape::ViaFirstLeader && node_ != 0) {
     exchange(0, own, own_bytes, -1, nullptr, 0);
     exchange(-1, nullptr, 0, 0, all, bytes);
   } else if (shape_ == Shape::ViaFirstLeader) {  // each node's blocks to their place, all back

@@ -22,7 +22,13 @@
 // a cost of rounds and messages whose two constants it measures at set-up
 // (cheapest(); runtime/communicator_plan_cache.cpp). Where the CPUs are few and shared
 // (emulated hosts on one machine), each message's kernel work costs more than a round's
-// latency, and fewer messages win over fewer rounds. In a rooted call (Broadcast,
+// latency, and fewer messages win over fewer rounds.
+// A fourth way, where the runtime measures it faster for a collective (useMpi): the
+// MPI library's own collective among the leaders (PMPI_* on a communicator of the
+// leaders, rank = node index; a standard two-level design: board, MPI among leaders,
+// board). It applies to reductions with an MPI twin of type and op, and to a Reduce
+// whose root is its node's leader; elsewhere the call takes the collective's shape.
+// Its wait is MPI's own (no Blink deadline). In a rooted call (Broadcast,
 // Reduce) the root itself speaks for its node, so no board phase carries the data
 // between it and its leader. In ReduceScatter each rank takes its block from the
 // leader's result on the board. Messages travel on the transport between nodes
@@ -53,6 +59,12 @@
 
 namespace blink::algorithms {
 
+// MPI's twins of a reduction's type and op (MPI_DATATYPE_NULL: none), for the Mpi way.
+struct MpiReduction {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+};
+
 class NodeLeaders {
  public:
   // The channel of the leaders' streams: far above any plan's channels, within
@@ -62,7 +74,7 @@ class NodeLeaders {
   // once, unless setShape says otherwise; beyond, in log rounds.
   static constexpr int kOneRoundMaxNodes = 8;
 
-  enum class Shape { OneRound, LogRounds, ViaFirstLeader };
+  enum class Shape { OneRound, LogRounds, ViaFirstLeader, Mpi };
   static const char* toString(Shape shape);
   // What a round and a message (its send and receive, the kernel's work on both
   // sides included) cost between the leaders.
@@ -70,8 +82,8 @@ class NodeLeaders {
     double round_seconds = 0.0;
     double message_seconds = 0.0;
   };
-  // The shapes that apply to a collective (via the first leader is one round for the
-  // rooted ones, so it is not offered there).
+  // The shapes of Blink's own that apply to a collective (via the first leader is one
+  // round for the rooted ones, so it is not offered there); not Mpi.
   static std::vector<Shape> shapesFor(plan::Collective collective);
   // Rounds, and messages among all leaders, of a shape on `nodes` nodes.
   static int rounds(Shape shape, plan::Collective collective, int nodes);
@@ -99,8 +111,17 @@ class NodeLeaders {
   NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout, std::size_t capacity,
               double timeout_seconds);
 
+  using MpiReduction = algorithms::MpiReduction;
+
   // Every rank of the communicator must set the same shapes.
   void setShape(plan::Collective collective, Shape shape);
+  // The leaders' communicator for the Mpi way (rank = node index; MPI_COMM_NULL on the
+  // other ranks, which call this too; not owned), and where it is taken.
+  void setLeadersComm(MPI_Comm leaders);
+  void useMpi(plan::Collective collective, bool use);
+  bool usesMpi(plan::Collective collective) const {
+    return use_mpi_[static_cast<std::size_t>(collective)];
+  }
   Shape shape(plan::Collective collective) const {
     return shapes_[static_cast<std::size_t>(collective)];
   }
@@ -121,16 +142,20 @@ class NodeLeaders {
   // message to or from every other node at once).
   static int rounds(plan::Collective collective, int nodes);
   static bool oneRound(int nodes);
+  static int largestPowerOfTwoUpTo(int n);
+  static int log2Ceil(int n);
 
   // As ShmOneShot's; `root` is a communicator rank. bytes (the whole buffer of
   // AllGather and ReduceScatter) <= capacity.
-  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine);
+  // `mpi`: the reduction's MPI twins, for the Mpi way.
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
+                 MpiReduction mpi = {});
   void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
   void reduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
-              int root);
+              int root, MpiReduction mpi = {});
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const Combine& combine);
+                     const Combine& combine, MpiReduction mpi = {});
 
  private:
   bool leader() const { return local_rank_ == 0; }
@@ -160,7 +185,11 @@ class NodeLeaders {
   // The bytes of the node blocks in `nodes` (a bit set), packed in node order.
   std::size_t pack(std::uint64_t nodes, const std::byte* all, std::byte* packed) const;
   void unpack(std::uint64_t nodes, const std::byte* packed, std::byte* all) const;
-  void begin(plan::Collective collective, const char* name, std::size_t bytes);
+  // `mpi_fits`: the Mpi way can serve this call (every rank the same).
+  void begin(plan::Collective collective, const char* name, std::size_t bytes,
+             bool mpi_fits = true);
+  // Throws where a PMPI_* call among the leaders failed.
+  void mpiDone(int status, const char* what) const;
   // Who speaks for each node between nodes in this call: its leader, but the root
   // itself for its node in a rooted call (-1: none), which saves a board phase there.
   void callLeaders(int root);
@@ -177,6 +206,11 @@ class NodeLeaders {
   std::size_t capacity_ = 0;
   double timeout_seconds_ = 300.0;
   std::array<Shape, 5> shapes_{};  // by plan::Collective
+  std::array<bool, 5> use_mpi_{};
+  bool mpi_ready_ = false;  // setLeadersComm was called
+  MPI_Comm leaders_comm_ = MPI_COMM_NULL;
+  MpiReduction mpi_reduction_;                      // of the call in progress
+  std::vector<int> gather_counts_, gather_displs_;  // of an AllGather the Mpi way
   std::vector<std::byte> work_a_, work_b_, packed_;
   // The other nodes' messages of a one-round exchange; pages touched only when used.
   std::unique_ptr<std::byte[]> many_;

@@ -5,7 +5,9 @@
 // for all: PmpiTransport::moveAllAtOnce) and through its streams one by one (as
 // over UCX). Every shape between the leaders runs (on 2 to 7 nodes with NP 7): one
 // round, the log rounds (recursive doubling with the fix-up for a node count that is
-// not a power of two, binomial trees) and via the first leader (where it applies).
+// not a power of two, binomial trees) and via the first leader (where it applies); and
+// MPI's own collectives among the leaders (PMPI_* on their communicator; a Reduce
+// whose root is no leader, and so not served that way, takes one round).
 // Every collective, in place and not, every root, against PMPI_*.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -33,6 +35,8 @@ using blink::test::worldSize;
 
 constexpr std::size_t kCapacity = 8192;
 constexpr double kTimeout = 60.0;
+
+const NodeLeaders::MpiReduction kMpiSum{MPI_INT32_T, MPI_SUM};
 
 const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_t bytes) {
   blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
@@ -82,6 +86,9 @@ class EmulatedNodes {
     blink::transport::Transport& between =
         streams_only ? static_cast<blink::transport::Transport&>(*streams_only_) : *transport_;
     leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout);
+    MPI_Comm_split(MPI_COMM_WORLD, rank / nodes == 0 ? 0 : MPI_UNDEFINED, rank % nodes,
+                   &leaders_comm_);
+    leaders_->setLeadersComm(leaders_comm_);
     for (auto collective :
          {blink::plan::Collective::Broadcast, blink::plan::Collective::Reduce,
           blink::plan::Collective::AllGather, blink::plan::Collective::ReduceScatter,
@@ -90,6 +97,7 @@ class EmulatedNodes {
       // Via the first leader is one round for the rooted ones.
       const bool fits = std::find(applies.begin(), applies.end(), shape) != applies.end();
       leaders_->setShape(collective, fits ? shape : NodeLeaders::Shape::OneRound);
+      if (shape == NodeLeaders::Shape::Mpi) leaders_->useMpi(collective, true);
     }
     const auto keys = leaders_->streamsNeeded();
     between.ensureStreams(keys, keys);
@@ -101,11 +109,12 @@ class EmulatedNodes {
     board_.reset();
     MPI_Comm_free(&comm_);
     MPI_Comm_free(&node_comm_);
+    if (leaders_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_comm_);
   }
   NodeLeaders& leaders() { return *leaders_; }
 
  private:
-  MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL, leaders_comm_ = MPI_COMM_NULL;
   std::unique_ptr<blink::algorithms::ShmOneShot> board_;
   std::unique_ptr<blink::transport::PmpiTransport> transport_;
   std::unique_ptr<StreamsOnly> streams_only_;
@@ -128,7 +137,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
       ++call;
       std::vector<std::int32_t> in = callValues(rank, call, count), out(count, -7), want(count);
       if (in_place) out = in;
-      leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum);
+      leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum, kMpiSum);
       MPI_Allreduce(in.data(), want.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
                     MPI_COMM_WORLD);
       ASSERT_EQ(out, want) << "AllReduce, " << at;
@@ -142,7 +151,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
         std::vector<std::int32_t> mine = callValues(rank, call, count), sum(count, -7);
         if (in_place && rank == root) sum = mine;
         leaders.reduce(bytesOf(in_place && rank == root ? sum : mine), bytesOf(sum), bytes, kSum,
-                       root);
+                       root, kMpiSum);
         std::vector<std::int32_t> expected(count);
         MPI_Reduce(mine.data(), expected.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
                    root, MPI_COMM_WORLD);
@@ -164,7 +173,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
                                 want_part(count);
       std::vector<std::int32_t> inplace = whole;
       leaders.reduceScatter(in_place ? bytesOf(inplace) : bytesOf(whole),
-                            in_place ? bytesOf(inplace) : bytesOf(part), bytes, kSum);
+                            in_place ? bytesOf(inplace) : bytesOf(part), bytes, kSum, kMpiSum);
       if (in_place) part.assign(inplace.begin(), inplace.begin() + static_cast<long>(count));
       MPI_Reduce_scatter_block(whole.data(), want_part.data(), static_cast<int>(count), MPI_INT32_T,
                                MPI_SUM, MPI_COMM_WORLD);
@@ -178,7 +187,7 @@ TEST(NodeLeaders, EveryShapeMatchesPmpi) {
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   for (int nodes = 2; nodes <= n; ++nodes) {
     for (auto shape : {NodeLeaders::Shape::OneRound, NodeLeaders::Shape::LogRounds,
-                       NodeLeaders::Shape::ViaFirstLeader}) {
+                       NodeLeaders::Shape::ViaFirstLeader, NodeLeaders::Shape::Mpi}) {
       for (bool streams_only : {false, true}) {
         EmulatedNodes emulated(nodes, shape, streams_only);
         checkEveryCollective(emulated.leaders(),
