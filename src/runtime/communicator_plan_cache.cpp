@@ -224,7 +224,10 @@ bool Communicator::ensureLeaders() {
     leaders_->setLeadersComm(leaders_comm_);
   }
   chooseLeadersShapes();
-  if (leaders_mpi_) leaders_note_ += chooseLeadersMpi();
+  if (leaders_mpi_) {
+    const std::string mpi = chooseLeadersMpi();
+    leaders_note_ += (leaders_note_.empty() ? "" : "; ") + mpi;
+  }
   if (layout_.rank == 0) {
     BLINK_LOG(Info, "node leaders: the board on each node, rounds between "
                         << layout_.num_nodes << " leaders over " << leaders_between_->name()
@@ -396,7 +399,7 @@ std::string Communicator::chooseLeadersMpi() {
   leaders_between_->settle(timeout_s_);
   std::ostringstream note;
   note.precision(3);
-  note << "; 8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";
+  note << "8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";
   std::string taken;
   for (std::size_t c = 0; c < collectives.size(); ++c) {
     const double own = slowest[2 * c] * 1e6 / (kBlocks * kCallsPerBlock);
