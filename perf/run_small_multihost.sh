@@ -5,7 +5,9 @@
 #
 # Usage: perf/run_small_multihost.sh [--build-dir DIR] [--layouts "2,2 2,2,1 1,1,1"]
 #                                    [--reps N] [--iters N] [--transport NAME]
-# (EMULATE_PREFIX: the hosts' namespace prefix, default sm<pid>)
+#                                    [--tag T] [-- -x VAR=VALUE ...]
+# (EMULATE_PREFIX: the hosts' namespace prefix, default sm<pid>; --tag T: the files are
+# named small_multihost[-NAME]-T.*; options after -- go to Blink's jobs.)
 # --transport NAME: Blink's streams between nodes take NAME (BLINK_TRANSPORT=between=NAME;
 # default: Blink's own choice, ucx where built) and the files are named
 # small_multihost-NAME.*: run it for ucx and pmpi in turn to compare the two.
@@ -22,15 +24,17 @@
 # Blink is faster).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build layouts="2,2 2,2,1 1,1,1" reps=5 iters=200 transport=""
+build=$root/build layouts="2,2 2,2,1 1,1,1" reps=5 iters=200 transport="" tag=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --build-dir) build=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --transport) transport=$2; shift 2 ;;
+    --tag) tag=$2; shift 2 ;;
+    --) shift; break ;;
     *) echo "run_small_multihost.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,10 +44,11 @@ prefix=${EMULATE_PREFIX:-sm$$}
 prefix=${prefix:0:8}
 trap '"$emulate" teardown --prefix "$prefix" >/dev/null 2>&1 || true' EXIT
 mkdir -p "$root/perf/results"
-stem=$root/perf/results/small_multihost${transport:+-$transport}
+stem=$root/perf/results/small_multihost${transport:+-$transport}${tag:+-$tag}
 csv=$stem.csv
 chosen=()
 [[ -z $transport ]] || chosen=(-x "BLINK_TRANSPORT=between=$transport")
+chosen+=("$@")
 echo "layout,rep,source,impl,call,bytes,time_us" >"$csv"
 lib=$build/mpi_glue/libblink_mpi.so
 for layout in $layouts; do

@@ -15,28 +15,15 @@ namespace {
 // Node sets are bit sets of one word.
 constexpr int kMaxNodes = 64;
 
-int largestPowerOfTwoUpTo(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
-int log2Ceil(int n) {
-  int rounds = 0;
-  while ((1 << rounds) < n) ++rounds;
-  return rounds;
-}
-
 }  // namespace
 
 NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout,
-                         std::size_t capacity, double timeout_seconds, int one_round_max_nodes)
+                         std::size_t capacity, double timeout_seconds)
     : board_(board),
       between_(between),
       layout_(std::move(layout)),
       capacity_(capacity),
-      timeout_seconds_(timeout_seconds),
-      one_round_max_nodes_(one_round_max_nodes) {
+      timeout_seconds_(timeout_seconds) {
   const auto me = static_cast<std::size_t>(layout_.rank);
   node_ = layout_.node_of_rank[me];
   local_rank_ = layout_.local_rank_of_rank[me];
@@ -65,9 +52,17 @@ NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layou
   work_a_.resize(capacity_);
   work_b_.resize(capacity_);
   if (leader()) packed_.resize(capacity_);
-  if (oneRoundHere() && nodes_ > 1) {
-    many_.reset(new std::byte[static_cast<std::size_t>(nodes_ - 1) * capacity_]);
+  if (nodes_ > 1) many_.reset(new std::byte[static_cast<std::size_t>(nodes_ - 1) * capacity_]);
+  shapes_.fill(oneRound(nodes_) ? Shape::OneRound : Shape::LogRounds);
+}
+
+void NodeLeaders::setShape(plan::Collective collective, Shape shape) {
+  const auto applies = shapesFor(collective);
+  if (std::find(applies.begin(), applies.end(), shape) == applies.end()) {
+    throw Error(blinkInvalidArgument, std::string("node leaders: ") + toString(shape) +
+                                          " does not apply to " + plan::toString(collective));
   }
+  shapes_[static_cast<std::size_t>(collective)] = shape;
 }
 
 std::vector<transport::StreamKey> NodeLeaders::streamsNeeded() const {
@@ -88,20 +83,6 @@ void NodeLeaders::callLeaders(int root) {
     call_leader_[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(root)])] =
         root;
   }
-}
-
-bool NodeLeaders::oneRound(int nodes) {
-  return nodes <= kOneRoundMaxNodes;
-}
-
-int NodeLeaders::rounds(plan::Collective collective, int nodes) {
-  if (nodes < 2) return 0;
-  if (oneRound(nodes)) return 1;
-  if (collective == plan::Collective::Broadcast || collective == plan::Collective::Reduce) {
-    return log2Ceil(nodes);
-  }
-  const int p = largestPowerOfTwoUpTo(nodes);
-  return log2Ceil(p) + (p == nodes ? 0 : 2);
 }
 
 double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collective collective,
@@ -199,14 +180,37 @@ double NodeLeaders::predictSeconds(const topo::Topology& topology, plan::Collect
   return seconds;
 }
 
-void NodeLeaders::begin(const char* collective, std::size_t bytes) {
+void NodeLeaders::setLeadersComm(MPI_Comm leaders) {
+  leaders_comm_ = leaders;
+  mpi_ready_ = true;
+}
+
+void NodeLeaders::useMpi(plan::Collective collective, bool use) {
+  if (use && !mpi_ready_) {
+    throw Error(blinkInternalError, "node leaders: MPI among the leaders without their comm");
+  }
+  use_mpi_[static_cast<std::size_t>(collective)] = use;
+}
+
+void NodeLeaders::mpiDone(int status, const char* what) const {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  PMPI_Error_string(status, text, &length);
+  throw Error(blinkSystemError, std::string("node leaders: ") + what + " among the leaders (" +
+                                    collective_ + "): " + text);
+}
+
+void NodeLeaders::begin(plan::Collective collective, const char* name, std::size_t bytes,
+                        bool mpi_fits) {
   if (bytes > capacity_) {
-    throw Error(blinkInternalError, std::string("node leaders: ") + collective + " of " +
+    throw Error(blinkInternalError, std::string("node leaders: ") + name + " of " +
                                         std::to_string(bytes) + " bytes exceeds " +
                                         std::to_string(capacity_));
   }
   ++call_;
-  collective_ = collective;
+  collective_ = name;
+  shape_ = mpi_fits && mpi_ready_ && usesMpi(collective) ? Shape::Mpi : shape(collective);
   bytes_ = bytes;
   callLeaders(-1);
 }
@@ -305,7 +309,31 @@ int everyOtherNode(int nodes, int me, Parts& parts, Of&& of) {
 std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
                                          const Combine& combine) {
   std::byte* other = acc == work_a_.data() ? work_b_.data() : work_a_.data();
-  if (oneRoundHere()) {
+  if (shape_ == Shape::Mpi) {
+    int element = 1;
+    PMPI_Type_size(mpi_reduction_.type, &element);
+    mpiDone(PMPI_Allreduce(acc, other, static_cast<int>(bytes / static_cast<std::size_t>(element)),
+                           mpi_reduction_.type, mpi_reduction_.op, leaders_comm_),
+            "MPI_Allreduce");
+    return other;
+  }
+  if (shape_ == Shape::ViaFirstLeader) {  // the same bits as one round: node order
+    if (node_ != 0) {
+      exchange(0, acc, bytes, -1, nullptr, 0);
+      exchange(-1, nullptr, 0, 0, acc, bytes);
+      return acc;
+    }
+    std::array<Part, kMaxNodes> parts;
+    const int count = everyOtherNode(nodes_, node_, parts, [&](int n) {
+      return Part{n, nullptr, slot(n, bytes), bytes};
+    });
+    exchangeAll(nullptr, 0, parts.data(), count);
+    combineInNodeOrder(acc, other, bytes, combine);
+    everyOtherNode(nodes_, node_, parts, [&](int n) { return Part{n, other, nullptr, bytes}; });
+    exchangeAll(parts.data(), count, nullptr, 0);
+    return other;
+  }
+  if (shape_ == Shape::OneRound) {
     std::array<Part, kMaxNodes> sends, recvs;
     const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
       return Part{n, acc, nullptr, bytes};
@@ -317,7 +345,7 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
     combineInNodeOrder(acc, other, bytes, combine);
     return other;
   }
-  const int p = largestPowerOfTwoUpTo(nodes_);
+  const int p = NodeLeaders::largestPowerOfTwoUpTo(nodes_);
   if (node_ >= p) {  // hand the data to node_ - p, get the result back
     exchange(node_ - p, acc, bytes, -1, nullptr, 0);
     exchange(-1, nullptr, 0, node_ - p, acc, bytes);
@@ -342,8 +370,9 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
 }
 
 void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                            const Combine& combine) {
-  begin("AllReduce", bytes);
+                            const Combine& combine, MpiReduction mpi) {
+  begin(plan::Collective::AllReduce, "AllReduce", bytes, mpi.type != MPI_DATATYPE_NULL);
+  mpi_reduction_ = mpi;
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -362,9 +391,10 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
 }
 
 void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                                const Combine& combine) {
+                                const Combine& combine, MpiReduction mpi) {
   const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
-  begin("ReduceScatter", bytes);
+  begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes, mpi.type != MPI_DATATYPE_NULL);
+  mpi_reduction_ = mpi;
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -380,7 +410,7 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
 }
 
 void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
-  begin("Broadcast", bytes);
+  begin(plan::Collective::Broadcast, "Broadcast", bytes);
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
@@ -393,7 +423,15 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
       std::memcpy(out, in, bytes);
     }
   }
-  if (speaks && oneRoundHere()) {
+  if (shape_ == Shape::Mpi) {  // the leaders, not the root, speak: the board gave them `out`
+    if (leader()) {
+      mpiDone(PMPI_Bcast(out, static_cast<int>(bytes), MPI_BYTE, root_node, leaders_comm_),
+              "MPI_Bcast");
+    }
+    if (node_ != root_node && !alone()) board_->broadcast(leader() ? out : nullptr, out, bytes, 0);
+    return;
+  }
+  if (speaks && shape_ != Shape::LogRounds) {
     if (node_ == root_node) {
       std::array<Part, kMaxNodes> sends;
       const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
@@ -417,8 +455,12 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
 }
 
 void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
-                         const Combine& combine, int root) {
-  begin("Reduce", bytes);
+                         const Combine& combine, int root, MpiReduction mpi) {
+  // The Mpi way where the root is its node's leader, which speaks for the node anyway.
+  begin(plan::Collective::Reduce, "Reduce", bytes,
+        mpi.type != MPI_DATATYPE_NULL &&
+            layout_.local_rank_of_rank[static_cast<std::size_t>(root)] == 0);
+  mpi_reduction_ = mpi;
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
@@ -431,7 +473,16 @@ void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
                    layout_.local_rank_of_rank[static_cast<std::size_t>(speaker)]);
   }
   if (speaker != layout_.rank) return;
-  if (oneRoundHere()) {
+  if (shape_ == Shape::Mpi) {
+    int element = 1;
+    PMPI_Type_size(mpi.type, &element);
+    mpiDone(PMPI_Reduce(acc, layout_.rank == root ? out : nullptr,
+                        static_cast<int>(bytes / static_cast<std::size_t>(element)), mpi.type,
+                        mpi.op, root_node, leaders_comm_),
+            "MPI_Reduce");
+    return;
+  }
+  if (shape_ != Shape::LogRounds) {
     if (node_ != root_node) {
       exchange(root_node, acc, bytes, -1, nullptr, 0);
       return;
@@ -487,7 +538,7 @@ void NodeLeaders::unpack(std::uint64_t nodes, const std::byte* packed, std::byte
 void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
   const std::size_t ranks = layout_.node_of_rank.size();
   const std::size_t bytes = ranks * block_bytes;
-  begin("AllGather", bytes);
+  begin(plan::Collective::AllGather, "AllGather", bytes);
   block_bytes_ = block_bytes;
   if (!leader()) {
     board_->gather(in, nullptr, block_bytes, 0);
@@ -503,10 +554,33 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
   } else {
     board_->gather(in, own, block_bytes, 0);
   }
-  const int p = largestPowerOfTwoUpTo(nodes_);
-  if (oneRoundHere()) {  // each node's blocks straight to their place
+  const int p = NodeLeaders::largestPowerOfTwoUpTo(nodes_);
+  const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
+  if (shape_ == Shape::Mpi) {  // each node's blocks are one range of `all`
+    gather_counts_.resize(static_cast<std::size_t>(nodes_));
+    gather_displs_.resize(static_cast<std::size_t>(nodes_));
+    for (std::size_t n = 0; n < gather_counts_.size(); ++n) {
+      gather_counts_[n] = static_cast<int>(static_cast<std::size_t>(ranks_on_[n]) * block_bytes);
+      gather_displs_[n] = static_cast<int>(first_block_[n] * block_bytes);
+    }
+    mpiDone(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, gather_counts_.data(),
+                            gather_displs_.data(), MPI_BYTE, leaders_comm_),
+            "MPI_Allgatherv");
+  } else if (shape_ == Shape::ViaFirstLeader && node_ != 0) {
+    exchange(0, own, own_bytes, -1, nullptr, 0);
+    exchange(-1, nullptr, 0, 0, all, bytes);
+  } else if (shape_ == Shape::ViaFirstLeader) {  // each node's blocks to their place, all back
+    std::array<Part, kMaxNodes> parts;
+    const int count = everyOtherNode(nodes_, node_, parts, [&](int n) {
+      const auto k = static_cast<std::size_t>(n);
+      return Part{n, nullptr, all + first_block_[k] * block_bytes,
+                  static_cast<std::size_t>(ranks_on_[k]) * block_bytes};
+    });
+    exchangeAll(nullptr, 0, parts.data(), count);
+    everyOtherNode(nodes_, node_, parts, [&](int n) { return Part{n, all, nullptr, bytes}; });
+    exchangeAll(parts.data(), count, nullptr, 0);
+  } else if (shape_ == Shape::OneRound) {  // each node's blocks straight to their place
     std::array<Part, kMaxNodes> sends, recvs;
-    const std::size_t own_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
     const int count = everyOtherNode(nodes_, node_, sends, [&](int n) {
       return Part{n, own, nullptr, own_bytes};
     });

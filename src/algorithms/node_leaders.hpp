@@ -6,13 +6,29 @@
 // between nodes, and moves whole buffers, so the planner picks it for small messages
 // only (its cost model is predictSeconds below).
 //
-// Between the leaders: up to kOneRoundMaxNodes nodes one round, each leader sending
-// its message to (or receiving from) every other at once and combining in node order.
-// Beyond, log rounds: recursive doubling for AllReduce, ReduceScatter (an AllReduce of
-// the whole buffer) and AllGather (each round exchanges the node blocks gathered so
-// far), a binomial tree for Broadcast and Reduce; with a node count N that is not a
-// power of two p, the leaders p..N-1 first hand their data to leaders 0..N-p-1 and get
-// the result from them at the end (two more rounds). In a rooted call (Broadcast,
+// Between the leaders, one of three shapes per collective (Shape):
+// - one round: each leader sends its message to (or receives from) every other at
+//   once and combines in node order (N(N-1) messages for AllReduce, AllGather and
+//   ReduceScatter; N-1 for Broadcast and Reduce);
+// - log rounds: recursive doubling for AllReduce, ReduceScatter (an AllReduce of the
+//   whole buffer) and AllGather (each round exchanges the node blocks gathered so far),
+//   a binomial tree for Broadcast and Reduce; with a node count N that is not a power
+//   of two p, the leaders p..N-1 first hand their data to leaders 0..N-p-1 and get the
+//   result from them at the end (two more rounds);
+// - via the first leader (AllReduce, AllGather, ReduceScatter): every leader sends to
+//   node 0's leader, which combines in node order and sends the result back to each:
+//   two rounds, 2(N-1) messages.
+// The shape is set per collective (setShape); the runtime picks the cheapest under
+// a cost of rounds and messages whose two constants it measures at set-up
+// (cheapest(); runtime/communicator_plan_cache.cpp). Where the CPUs are few and shared
+// (emulated hosts on one machine), each message's kernel work costs more than a round's
+// latency, and fewer messages win over fewer rounds.
+// A fourth way, where the runtime measures it faster for a collective (useMpi): the
+// MPI library's own collective among the leaders (PMPI_* on a communicator of the
+// leaders, rank = node index; a standard two-level design: board, MPI among leaders,
+// board). It applies to reductions with an MPI twin of type and op, and to a Reduce
+// whose root is its node's leader; elsewhere the call takes the collective's shape.
+// Its wait is MPI's own (no Blink deadline). In a rooted call (Broadcast,
 // Reduce) the root itself speaks for its node, so no board phase carries the data
 // between it and its leader. In ReduceScatter each rank takes its block from the
 // leader's result on the board. Messages travel on the transport between nodes
@@ -29,6 +45,7 @@
 // wait ends after the timeout with an error that names the rank waited for.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,14 +59,44 @@
 
 namespace blink::algorithms {
 
+// MPI's twins of a reduction's type and op (MPI_DATATYPE_NULL: none), for the Mpi way.
+struct MpiReduction {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+};
+
 class NodeLeaders {
  public:
   // The channel of the leaders' streams: far above any plan's channels, within
   // MPI_TAG_UB's guaranteed minimum and UCX's 16 channel bits.
   static constexpr int kChannel = 32000;
   // Up to this many nodes the leaders exchange in one round, each with every other at
-  // once; beyond, in log rounds.
+  // once, unless setShape says otherwise; beyond, in log rounds.
   static constexpr int kOneRoundMaxNodes = 8;
+
+  enum class Shape { OneRound, LogRounds, ViaFirstLeader, Mpi };
+  static const char* toString(Shape shape);
+  // What a round and a message (its send and receive, the kernel's work on both
+  // sides included) cost between the leaders.
+  struct ShapeCosts {
+    double round_seconds = 0.0;
+    double message_seconds = 0.0;
+  };
+  // The shapes of Blink's own that apply to a collective (via the first leader is one
+  // round for the rooted ones, so it is not offered there); not Mpi.
+  static std::vector<Shape> shapesFor(plan::Collective collective);
+  // Rounds, and messages among all leaders, of a shape on `nodes` nodes.
+  static int rounds(Shape shape, plan::Collective collective, int nodes);
+  static int messages(Shape shape, plan::Collective collective, int nodes);
+  static double predictLeadersSeconds(Shape shape, plan::Collective collective, int nodes,
+                                      const ShapeCosts& costs);
+  // The shape of least predicted time (ties: the order of Shape).
+  static Shape cheapest(plan::Collective collective, int nodes, const ShapeCosts& costs);
+  // The two constants from the measured times of one collective under several shapes
+  // (a constant common to all, the board phases, fitted alongside); false where the
+  // times do not determine them.
+  static bool fitCosts(plan::Collective collective, int nodes, const std::vector<Shape>& shapes,
+                       const std::vector<double>& seconds, ShapeCosts& costs);
 
   struct Layout {
     int rank = 0;                         // in the communicator
@@ -59,11 +106,26 @@ class NodeLeaders {
 
   // `board` serves this rank's node (not owned; may be null where the node has one
   // rank), `between` carries the leaders' messages (not owned; its streams must be
-  // made with streamsNeeded() first).
-  // `one_round_max_nodes` other than kOneRoundMaxNodes only for tests of the log
-  // rounds (the cost model assumes kOneRoundMaxNodes).
+  // made with streamsNeeded() first). Every collective starts with one round up to
+  // kOneRoundMaxNodes nodes, log rounds beyond.
   NodeLeaders(ShmOneShot* board, transport::Transport& between, Layout layout, std::size_t capacity,
-              double timeout_seconds, int one_round_max_nodes = kOneRoundMaxNodes);
+              double timeout_seconds);
+
+  using MpiReduction = algorithms::MpiReduction;
+
+  // Every rank of the communicator must set the same shapes.
+  void setShape(plan::Collective collective, Shape shape);
+  // The leaders' communicator for the Mpi way (rank = node index; MPI_COMM_NULL on the
+  // other ranks, which call this too; not owned), and where it is taken.
+  void setLeadersComm(MPI_Comm leaders);
+  void useMpi(plan::Collective collective, bool use);
+  bool usesMpi(plan::Collective collective) const {
+    return use_mpi_[static_cast<std::size_t>(collective)];
+  }
+  Shape shape(plan::Collective collective) const {
+    return shapes_[static_cast<std::size_t>(collective)];
+  }
+  int nodes() const { return nodes_; }
 
   // The streams this rank needs on the transport between nodes: one each way to every
   // other node's leader, and for a leader to every rank of the other nodes (the root
@@ -80,21 +142,25 @@ class NodeLeaders {
   // message to or from every other node at once).
   static int rounds(plan::Collective collective, int nodes);
   static bool oneRound(int nodes);
+  static int largestPowerOfTwoUpTo(int n);
+  static int log2Ceil(int n);
 
   // As ShmOneShot's; `root` is a communicator rank. bytes (the whole buffer of
   // AllGather and ReduceScatter) <= capacity.
-  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine);
+  // `mpi`: the reduction's MPI twins, for the Mpi way.
+  void allReduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
+                 MpiReduction mpi = {});
   void broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root);
   void reduce(const std::byte* in, std::byte* out, std::size_t bytes, const Combine& combine,
-              int root);
+              int root, MpiReduction mpi = {});
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
-                     const Combine& combine);
+                     const Combine& combine, MpiReduction mpi = {});
 
  private:
   bool leader() const { return local_rank_ == 0; }
   bool alone() const { return local_size_ == 1; }
-  bool oneRoundHere() const { return nodes_ <= one_round_max_nodes_; }
+  Shape shape_ = Shape::OneRound;  // of the call in progress
   // One message to or from the speaker of `node` (callLeaders).
   struct Part {
     int node = -1;
@@ -119,7 +185,11 @@ class NodeLeaders {
   // The bytes of the node blocks in `nodes` (a bit set), packed in node order.
   std::size_t pack(std::uint64_t nodes, const std::byte* all, std::byte* packed) const;
   void unpack(std::uint64_t nodes, const std::byte* packed, std::byte* all) const;
-  void begin(const char* collective, std::size_t bytes);
+  // `mpi_fits`: the Mpi way can serve this call (every rank the same).
+  void begin(plan::Collective collective, const char* name, std::size_t bytes,
+             bool mpi_fits = true);
+  // Throws where a PMPI_* call among the leaders failed.
+  void mpiDone(int status, const char* what) const;
   // Who speaks for each node between nodes in this call: its leader, but the root
   // itself for its node in a rooted call (-1: none), which saves a board phase there.
   void callLeaders(int root);
@@ -135,7 +205,12 @@ class NodeLeaders {
   std::size_t block_bytes_ = 0;           // of the AllGather in progress
   std::size_t capacity_ = 0;
   double timeout_seconds_ = 300.0;
-  int one_round_max_nodes_ = kOneRoundMaxNodes;
+  std::array<Shape, 5> shapes_{};  // by plan::Collective
+  std::array<bool, 5> use_mpi_{};
+  bool mpi_ready_ = false;  // setLeadersComm was called
+  MPI_Comm leaders_comm_ = MPI_COMM_NULL;
+  MpiReduction mpi_reduction_;                      // of the call in progress
+  std::vector<int> gather_counts_, gather_displs_;  // of an AllGather the Mpi way
   std::vector<std::byte> work_a_, work_b_, packed_;
   // The other nodes' messages of a one-round exchange; pages touched only when used.
   std::unique_ptr<std::byte[]> many_;

@@ -63,6 +63,7 @@ Communicator::Communicator(MPI_Comm comm) {
         transports_ = transport::selectTransports(env::get("BLINK_TRANSPORT").value_or(""));
         pace_between_nodes_ = env::getChoice("BLINK_PACE_BETWEEN_NODES") == "1";
         pace_piece_bytes_ = static_cast<std::size_t>(env::getInt("BLINK_PACE_PIECE_BYTES"));
+        leaders_mpi_ = env::getChoice("BLINK_LEADERS_MPI") != "0";
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
@@ -71,7 +72,7 @@ Communicator::Communicator(MPI_Comm comm) {
     {
       // Which path a call takes depends on these settings: they must be the same
       // everywhere, or ranks would wait on different paths.
-      constexpr int kSettings = 8;
+      constexpr int kSettings = 9;
       const char* names[kSettings] = {"BLINK_ONE_SHOT_MAX_BYTES",
                                       "BLINK_SHM_DIRECT_MIN_BYTES",
                                       "BLINK_SHM_SINGLE_COPY",
@@ -79,7 +80,8 @@ Communicator::Communicator(MPI_Comm comm) {
                                       "BLINK_ALGO",
                                       "BLINK_TRANSPORT",
                                       "BLINK_PACE_BETWEEN_NODES",
-                                      "BLINK_PACE_PIECE_BYTES"};
+                                      "BLINK_PACE_PIECE_BYTES",
+                                      "BLINK_LEADERS_MPI"};
       const std::uint64_t values[kSettings] = {node_.board_capacity,
                                                node_.direct_min,
                                                fnv1a(env::getChoice("BLINK_SHM_SINGLE_COPY")),
@@ -87,7 +89,8 @@ Communicator::Communicator(MPI_Comm comm) {
                                                fnv1a(forced_text_),
                                                fnv1a(transports_.describe()),
                                                pace_between_nodes_ ? 1u : 0u,
-                                               pace_piece_bytes_};
+                                               pace_piece_bytes_,
+                                               leaders_mpi_ ? 1u : 0u};
       std::uint64_t mine[2 * kSettings], all[2 * kSettings] = {};
       for (std::size_t i = 0; i < kSettings; ++i) {
         mine[2 * i] = values[i];
@@ -242,6 +245,7 @@ Communicator::Communicator(MPI_Comm comm) {
     leaders_.reset();
     one_shot_.reset();
     transport_objects_.clear();
+    if (leaders_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&leaders_comm_);
     if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
     PMPI_Comm_free(&comm_);
     throw;
@@ -267,6 +271,7 @@ Communicator::~Communicator() {
   int finalized = 0;
   PMPI_Finalized(&finalized);
   if (finalized) return;  // MPI has already released every communicator
+  if (leaders_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&leaders_comm_);
   if (node_comm_ != MPI_COMM_NULL) PMPI_Comm_free(&node_comm_);
   if (comm_ != MPI_COMM_NULL) PMPI_Comm_free(&comm_);
 }

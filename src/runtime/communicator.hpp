@@ -115,6 +115,14 @@ class Communicator {
   // message per peer: latency, not the NIC, decides) take whichever of UCX and PMPI a
   // short measurement at set-up finds faster, the same on every rank.
   void chooseLeadersTransport();
+  // On three nodes or more, each collective's shape between the leaders
+  // (algorithms/node_leaders.hpp): the cost of a round and of a message fitted to
+  // 8-byte AllReduces timed in each shape at set-up, the same on every rank.
+  void chooseLeadersShapes();
+  // Where BLINK_LEADERS_MPI allows it, each collective whose 8-byte calls through the
+  // leaders are measured faster with MPI's own collective among the leaders than in
+  // Blink's shape takes MPI's (the same on every rank); returns the times, for the note.
+  std::string chooseLeadersMpi();
   // The node leaders' algorithm over `between` on this communicator's board and layout.
   std::unique_ptr<algorithms::NodeLeaders> makeNodeLeaders(Transport& between) const;
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
@@ -166,6 +174,8 @@ class Communicator {
   Transport* rounds_alternative_ = nullptr;  // pmpi, measured against it for the leaders' rounds
   Transport* leaders_between_ = nullptr;     // what the leaders' rounds take (set up with them)
   std::string leaders_note_;                 // why, for INFO and explain
+  bool leaders_mpi_ = true;                  // BLINK_LEADERS_MPI is not 0
+  MPI_Comm leaders_comm_ = MPI_COMM_NULL;    // the node leaders (rank = node), for it
   std::string between_note_;         // why between_nodes_ is what it is, and its NICs, for explain
   bool pace_between_nodes_ = false;  // BLINK_PACE_BETWEEN_NODES=1
   std::size_t pace_piece_bytes_ = transport::kPacedPieceBytes;  // BLINK_PACE_PIECE_BYTES

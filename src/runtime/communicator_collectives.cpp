@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/memory_type.hpp"
+#include "runtime/mpi_reference.hpp"
 #include "runtime/reduce_cpu.hpp"
 
 namespace blink::runtime {
@@ -33,6 +34,20 @@ Combine combineFor(blinkDataType_t type, blinkRedOp_t op) {
   return [type, combine_op, es](std::byte* inout, const std::byte* incoming, std::size_t n) {
     reduceIntoChecked(inout, incoming, n / es, type, combine_op);
   };
+}
+
+// MPI's twins for the leaders' Mpi way (avg: summed, the caller divides, as combineFor);
+// none where MPI has no such reduction (fp16, bf16; MPI's bitwise and logical ops take
+// integers only).
+algorithms::NodeLeaders::MpiReduction mpiReduction(blinkDataType_t type, blinkRedOp_t op) {
+  const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;
+  const bool arithmetic = combine_op == blinkSum || combine_op == blinkProd ||
+                          combine_op == blinkMin || combine_op == blinkMax;
+  const bool floating = type == blinkFloat32 || type == blinkFloat64;
+  if (floating && !arithmetic) return {};
+  const algorithms::NodeLeaders::MpiReduction twins{mpiType(type), mpiOp(combine_op)};
+  if (twins.type == MPI_DATATYPE_NULL || twins.op == MPI_OP_NULL) return {};
+  return twins;
 }
 
 const std::byte* asBytes(const void* p) {
@@ -207,8 +222,10 @@ void Communicator::allReduce(const void* send, void* recv, std::size_t count, bl
       runOffPlan(
           [&] { one_shot_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
     } else if (cp.algorithm == Algorithm::Leaders) {
-      runLeaders(
-          [&] { leaders_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op)); });
+      runLeaders([&] {
+        leaders_->allReduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op),
+                            mpiReduction(type, op));
+      });
     } else if (cp.algorithm == Algorithm::Direct) {
       runOffPlan([&] {
         direct_->allReduce(asBytes(send), asBytes(recv), bytes, elementSize(type),
@@ -280,7 +297,8 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, blink
       });
     } else if (cp.algorithm == Algorithm::Leaders) {
       runLeaders([&] {
-        leaders_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root);
+        leaders_->reduce(asBytes(send), asBytes(recv), bytes, combineFor(type, op), root,
+                         mpiReduction(type, op));
       });
     } else {
       if (work == nullptr) work = scratch(bytes, dev);
@@ -366,7 +384,10 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recv_
   if (cp.algorithm == Algorithm::Board) {
     runOffPlan([&] { one_shot_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
   } else if (cp.algorithm == Algorithm::Leaders) {
-    runLeaders([&] { leaders_->reduceScatter(in, asBytes(recv), block, combineFor(type, op)); });
+    runLeaders([&] {
+      leaders_->reduceScatter(in, asBytes(recv), block, combineFor(type, op),
+                              mpiReduction(type, op));
+    });
   } else if (cp.algorithm == Algorithm::Direct) {
     // A result that lands elsewhere in `send` than this rank's own block waits in
     // scratch unless the path allows it (MPI_IN_PLACE puts it at the start).

@@ -58,9 +58,12 @@ std::string Communicator::explain() const {
   }
   if (node_.leaders) {
     out << "  leaders: across nodes, calls up to " << node_.board_capacity
-        << " bytes: the board on each node, then recursive doubling (AllReduce, AllGather, "
-           "ReduceScatter) or a binomial tree (Broadcast, Reduce) between the "
-        << layout_.num_nodes << " node leaders over "
+        << " bytes: the board on each node, then each collective's shape between the "
+        << layout_.num_nodes
+        << " node leaders (one round, log rounds or via the first leader; on three nodes or "
+           "more the cheapest under a round's and a message's cost measured at set-up; or, where "
+           "BLINK_LEADERS_MPI allows and it measures faster at set-up, MPI's own collective "
+           "among the leaders) over "
         << (leaders_between_ != nullptr ? leaders_between_->name() : between_nodes_->name())
         << (leaders_note_.empty() ? "" : " (" + leaders_note_ + ")")
         << (rounds_alternative_ != nullptr && !leaders_

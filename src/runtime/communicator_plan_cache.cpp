@@ -216,6 +216,18 @@ bool Communicator::ensureLeaders() {
   if (!agreed(failure, "setting up the streams between node leaders")) return false;
   leaders_between_ = between_nodes_;
   if (rounds_alternative_ != nullptr) chooseLeadersTransport();
+  if (leaders_mpi_) {
+    if (PMPI_Comm_split(comm_, layout_.local_rank == 0 ? 0 : MPI_UNDEFINED, layout_.node,
+                        &leaders_comm_) != MPI_SUCCESS) {
+      throw Error(blinkSystemError, "MPI_Comm_split of the node leaders failed");
+    }
+    leaders_->setLeadersComm(leaders_comm_);
+  }
+  chooseLeadersShapes();
+  if (leaders_mpi_) {
+    const std::string mpi = chooseLeadersMpi();
+    leaders_note_ += (leaders_note_.empty() ? "" : "; ") + mpi;
+  }
   if (layout_.rank == 0) {
     BLINK_LOG(Info, "node leaders: the board on each node, rounds between "
                         << layout_.num_nodes << " leaders over " << leaders_between_->name()
@@ -280,6 +292,125 @@ void Communicator::chooseLeadersTransport() {
     leaders_ = std::move(other);
     leaders_between_ = rounds_alternative_;
   }
+}
+
+void Communicator::chooseLeadersShapes() {
+  using Shape = algorithms::NodeLeaders::Shape;
+  if (layout_.num_nodes < 3) return;  // two leaders: one exchange whatever the shape
+  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
+  const auto shapes = algorithms::NodeLeaders::shapesFor(plan::Collective::AllReduce);
+  std::byte in[8] = {}, out[8] = {};
+  const Combine combine = [](std::byte* inout, const std::byte* incoming, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
+  };
+  auto seconds = [&](Shape shape, int calls) {
+    leaders_->setShape(plan::Collective::AllReduce, shape);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) leaders_->allReduce(in, out, sizeof in, combine);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (Shape shape : shapes) seconds(shape, kWarmUp);
+  std::vector<double> spent(shapes.size(), 0.0), slowest(shapes.size(), 0.0);
+  for (int block = 0; block < kBlocks; ++block) {  // alternated, the order rotating
+    for (std::size_t k = 0; k < shapes.size(); ++k) {
+      const std::size_t at = (k + static_cast<std::size_t>(block)) % shapes.size();
+      spent[at] += seconds(shapes[at], kCallsPerBlock);
+    }
+  }
+  allreduceWithin(spent.data(), slowest.data(), static_cast<int>(shapes.size()), MPI_DOUBLE,
+                  MPI_MAX, comm_, timeout_s_, "measuring the leaders' shapes");
+  leaders_between_->settle(timeout_s_);
+  std::ostringstream note;
+  note.precision(3);
+  note << (leaders_note_.empty() ? "" : "; ") << "by shape:";
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    slowest[k] /= kBlocks * kCallsPerBlock;
+    note << (k == 0 ? " " : ", ") << algorithms::NodeLeaders::toString(shapes[k]) << " "
+         << slowest[k] * 1e6 << " us";
+  }
+  algorithms::NodeLeaders::ShapeCosts costs;
+  if (!algorithms::NodeLeaders::fitCosts(plan::Collective::AllReduce, layout_.num_nodes, shapes,
+                                         slowest, costs)) {
+    leaders_->setShape(plan::Collective::AllReduce, Shape::OneRound);
+    leaders_note_ += note.str() + ", no fit: one round for all";
+    return;
+  }
+  note << "; fitted: a round " << costs.round_seconds * 1e6 << " us, a message "
+       << costs.message_seconds * 1e6 << " us; shapes:";
+  for (auto collective :
+       {plan::Collective::Broadcast, plan::Collective::Reduce, plan::Collective::AllGather,
+        plan::Collective::ReduceScatter, plan::Collective::AllReduce}) {
+    const Shape shape = algorithms::NodeLeaders::cheapest(collective, layout_.num_nodes, costs);
+    leaders_->setShape(collective, shape);
+    note << " " << plan::toString(collective) << " " << algorithms::NodeLeaders::toString(shape)
+         << (collective == plan::Collective::AllReduce ? "" : ",");
+  }
+  leaders_note_ += note.str();
+}
+
+std::string Communicator::chooseLeadersMpi() {
+  using plan::Collective;
+  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
+  constexpr std::size_t kBlock = 8;
+  const auto ranks = static_cast<std::size_t>(layout_.size);
+  std::vector<std::byte> in(ranks * kBlock), out(ranks * kBlock);
+  const Combine combine = [](std::byte* inout, const std::byte* incoming, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
+  };
+  const algorithms::NodeLeaders::MpiReduction bor{MPI_BYTE, MPI_BOR};
+  auto call = [&](Collective collective) {
+    switch (collective) {
+      case Collective::AllReduce:
+        return leaders_->allReduce(in.data(), out.data(), kBlock, combine, bor);
+      case Collective::Broadcast:
+        return leaders_->broadcast(in.data(), out.data(), kBlock, 0);
+      case Collective::Reduce:
+        return leaders_->reduce(in.data(), out.data(), kBlock, combine, 0, bor);
+      case Collective::AllGather:
+        return leaders_->allGather(in.data(), out.data(), kBlock);
+      case Collective::ReduceScatter:
+        return leaders_->reduceScatter(in.data(), out.data(), kBlock, combine, bor);
+    }
+  };
+  auto seconds = [&](Collective collective, bool mpi, int calls) {
+    leaders_->useMpi(collective, mpi);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) call(collective);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const bool whole_fits = ranks * kBlock <= node_.board_capacity;
+  std::vector<Collective> collectives = {Collective::Broadcast, Collective::Reduce,
+                                         Collective::AllReduce};
+  if (whole_fits) {
+    collectives.insert(collectives.begin() + 2, {Collective::AllGather, Collective::ReduceScatter});
+  }
+  // Per collective: Blink's shape, then MPI's, alternated.
+  std::vector<double> spent(2 * collectives.size(), 0.0), slowest(spent.size(), 0.0);
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    for (bool mpi : {false, true}) seconds(collectives[c], mpi, kWarmUp);
+    for (int block = 0; block < kBlocks; ++block) {
+      const bool mpi_first = block % 2 == 1;
+      spent[2 * c + (mpi_first ? 1 : 0)] += seconds(collectives[c], mpi_first, kCallsPerBlock);
+      spent[2 * c + (mpi_first ? 0 : 1)] += seconds(collectives[c], !mpi_first, kCallsPerBlock);
+    }
+  }
+  allreduceWithin(spent.data(), slowest.data(), static_cast<int>(spent.size()), MPI_DOUBLE, MPI_MAX,
+                  comm_, timeout_s_, "measuring MPI's collectives among the leaders");
+  leaders_between_->settle(timeout_s_);
+  std::ostringstream note;
+  note.precision(3);
+  note << "8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";
+  std::string taken;
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    const double own = slowest[2 * c] * 1e6 / (kBlocks * kCallsPerBlock);
+    const double mpi = slowest[2 * c + 1] * 1e6 / (kBlocks * kCallsPerBlock);
+    leaders_->useMpi(collectives[c], mpi < own);
+    note << (c == 0 ? " " : ", ") << plan::toString(collectives[c]) << " " << own << " / " << mpi
+         << " us";
+    if (mpi < own) taken += (taken.empty() ? "" : ", ") + plan::toString(collectives[c]);
+  }
+  note << "; MPI's own takes: " << (taken.empty() ? "none" : taken);
+  return note.str();
 }
 
 }  // namespace blink::runtime

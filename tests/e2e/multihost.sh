@@ -242,14 +242,17 @@ case "$case" in
     grep -q "streams: shm within a node, $between between nodes" "$work/rooted_loop.err" ||
       fail "streams between nodes did not take $between"
     if [[ $named == 1 || $between == pmpi ]]; then
-      grep -q "rounds between 2 leaders over $between\$" "$work/rooted_loop.err" ||
+      grep -Eq "rounds between 2 leaders over $between( \(|\$)" "$work/rooted_loop.err" ||
         fail "the calls did not take the node leaders' rounds over $between"
     else
       # By default the leaders' rounds take whichever of ucx and pmpi is measured
       # faster at set-up, and INFO says what was measured.
-      grep -Eq "rounds between 2 leaders over (ucx|pmpi) \(measured at set-up.*ucx [0-9.e+]+ us, pmpi [0-9.e+]+ us\)" \
+      grep -Eq "rounds between 2 leaders over (ucx|pmpi) \(measured at set-up.*ucx [0-9.e+]+ us, pmpi [0-9.e+]+ us[;)]" \
         "$work/rooted_loop.err" || fail "the leaders' rounds were not measured at set-up"
     fi
+    # MPI's own collectives among the leaders were timed against Blink's (BLINK_LEADERS_MPI).
+    grep -Eq "Blink's shape / MPI's own among them: .*MPI's own takes: " "$work/rooted_loop.err" ||
+      fail "MPI's collectives among the leaders were not measured at set-up"
     ;;
   fallback)
     cat >"$work/break_rank1.sh" <<'EOF'

@@ -3,13 +3,16 @@
 // contiguous), each node's board over shared memory, the leaders' messages over the
 // PMPI transport, both as it moves a round (every message its own request, one poll
 // for all: PmpiTransport::moveAllAtOnce) and through its streams one by one (as
-// over UCX). Both ways between the leaders run: one round (up to 8 nodes, what the
-// runtime uses here) and the log rounds (recursive doubling with the fix-up for a node
-// count that is not a power of two, binomial trees) that larger jobs take. Every
-// collective, in place and not, every root, against PMPI_*.
+// over UCX). Every shape between the leaders runs (on 2 to 7 nodes with NP 7): one
+// round, the log rounds (recursive doubling with the fix-up for a node count that is
+// not a power of two, binomial trees) and via the first leader (where it applies); and
+// MPI's own collectives among the leaders (PMPI_* on their communicator; a Reduce
+// whose root is no leader, and so not served that way, takes one round).
+// Every collective, in place and not, every root, against PMPI_*.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -32,6 +35,8 @@ using blink::test::worldSize;
 
 constexpr std::size_t kCapacity = 8192;
 constexpr double kTimeout = 60.0;
+
+const NodeLeaders::MpiReduction kMpiSum{MPI_INT32_T, MPI_SUM};
 
 const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_t bytes) {
   blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
@@ -61,7 +66,7 @@ class StreamsOnly final : public blink::transport::Transport {
 // Everything one layout needs: rank r on node r % nodes.
 class EmulatedNodes {
  public:
-  EmulatedNodes(int nodes, int one_round_max_nodes, bool streams_only) {
+  EmulatedNodes(int nodes, NodeLeaders::Shape shape, bool streams_only) {
     const int rank = worldRank(), n = worldSize();
     NodeLeaders::Layout layout;
     layout.rank = rank;
@@ -80,8 +85,20 @@ class EmulatedNodes {
     streams_only_ = std::make_unique<StreamsOnly>(*transport_);
     blink::transport::Transport& between =
         streams_only ? static_cast<blink::transport::Transport&>(*streams_only_) : *transport_;
-    leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout,
-                                             one_round_max_nodes);
+    leaders_ = std::make_unique<NodeLeaders>(board_.get(), between, layout, kCapacity, kTimeout);
+    MPI_Comm_split(MPI_COMM_WORLD, rank / nodes == 0 ? 0 : MPI_UNDEFINED, rank % nodes,
+                   &leaders_comm_);
+    leaders_->setLeadersComm(leaders_comm_);
+    for (auto collective :
+         {blink::plan::Collective::Broadcast, blink::plan::Collective::Reduce,
+          blink::plan::Collective::AllGather, blink::plan::Collective::ReduceScatter,
+          blink::plan::Collective::AllReduce}) {
+      const auto applies = NodeLeaders::shapesFor(collective);
+      // Via the first leader is one round for the rooted ones.
+      const bool fits = std::find(applies.begin(), applies.end(), shape) != applies.end();
+      leaders_->setShape(collective, fits ? shape : NodeLeaders::Shape::OneRound);
+      if (shape == NodeLeaders::Shape::Mpi) leaders_->useMpi(collective, true);
+    }
     const auto keys = leaders_->streamsNeeded();
     between.ensureStreams(keys, keys);
   }
@@ -92,11 +109,12 @@ class EmulatedNodes {
     board_.reset();
     MPI_Comm_free(&comm_);
     MPI_Comm_free(&node_comm_);
+    if (leaders_comm_ != MPI_COMM_NULL) MPI_Comm_free(&leaders_comm_);
   }
   NodeLeaders& leaders() { return *leaders_; }
 
  private:
-  MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL;
+  MPI_Comm node_comm_ = MPI_COMM_NULL, comm_ = MPI_COMM_NULL, leaders_comm_ = MPI_COMM_NULL;
   std::unique_ptr<blink::algorithms::ShmOneShot> board_;
   std::unique_ptr<blink::transport::PmpiTransport> transport_;
   std::unique_ptr<StreamsOnly> streams_only_;
@@ -119,7 +137,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
       ++call;
       std::vector<std::int32_t> in = callValues(rank, call, count), out(count, -7), want(count);
       if (in_place) out = in;
-      leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum);
+      leaders.allReduce(bytesOf(in_place ? out : in), bytesOf(out), bytes, kSum, kMpiSum);
       MPI_Allreduce(in.data(), want.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
                     MPI_COMM_WORLD);
       ASSERT_EQ(out, want) << "AllReduce, " << at;
@@ -133,7 +151,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
         std::vector<std::int32_t> mine = callValues(rank, call, count), sum(count, -7);
         if (in_place && rank == root) sum = mine;
         leaders.reduce(bytesOf(in_place && rank == root ? sum : mine), bytesOf(sum), bytes, kSum,
-                       root);
+                       root, kMpiSum);
         std::vector<std::int32_t> expected(count);
         MPI_Reduce(mine.data(), expected.data(), static_cast<int>(count), MPI_INT32_T, MPI_SUM,
                    root, MPI_COMM_WORLD);
@@ -155,7 +173,7 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
                                 want_part(count);
       std::vector<std::int32_t> inplace = whole;
       leaders.reduceScatter(in_place ? bytesOf(inplace) : bytesOf(whole),
-                            in_place ? bytesOf(inplace) : bytesOf(part), bytes, kSum);
+                            in_place ? bytesOf(inplace) : bytesOf(part), bytes, kSum, kMpiSum);
       if (in_place) part.assign(inplace.begin(), inplace.begin() + static_cast<long>(count));
       MPI_Reduce_scatter_block(whole.data(), want_part.data(), static_cast<int>(count), MPI_INT32_T,
                                MPI_SUM, MPI_COMM_WORLD);
@@ -164,16 +182,16 @@ void checkEveryCollective(NodeLeaders& leaders, const std::string& what) {
   }
 }
 
-TEST(NodeLeaders, OneRoundAndLogRoundsMatchPmpi) {
+TEST(NodeLeaders, EveryShapeMatchesPmpi) {
   const int n = worldSize();
   if (n < 2) GTEST_SKIP() << "needs two ranks";
   for (int nodes = 2; nodes <= n; ++nodes) {
-    for (int one_round_max : {NodeLeaders::kOneRoundMaxNodes, 1}) {
+    for (auto shape : {NodeLeaders::Shape::OneRound, NodeLeaders::Shape::LogRounds,
+                       NodeLeaders::Shape::ViaFirstLeader, NodeLeaders::Shape::Mpi}) {
       for (bool streams_only : {false, true}) {
-        EmulatedNodes emulated(nodes, one_round_max, streams_only);
+        EmulatedNodes emulated(nodes, shape, streams_only);
         checkEveryCollective(emulated.leaders(),
-                             std::to_string(nodes) + " nodes, " +
-                                 (one_round_max == 1 ? "log rounds" : "one round") +
+                             std::to_string(nodes) + " nodes, " + NodeLeaders::toString(shape) +
                                  (streams_only ? ", stream by stream" : ", a round at once"));
       }
     }

@@ -166,6 +166,44 @@ TEST(NodeLeaders, RoundsBetweenNodes) {
   EXPECT_EQ(NodeLeaders::rounds(plan::Collective::Reduce, 16), 4);
 }
 
+TEST(NodeLeaders, ShapesCountRoundsAndMessages) {
+  using algorithms::NodeLeaders;
+  using Shape = NodeLeaders::Shape;
+  const auto all_reduce = plan::Collective::AllReduce;
+  // Three nodes: all-to-all sends 6 messages in a round, recursive doubling with the
+  // fold 4 in 3 rounds, via the first leader 4 in 2.
+  EXPECT_EQ(NodeLeaders::messages(Shape::OneRound, all_reduce, 3), 6);
+  EXPECT_EQ(NodeLeaders::rounds(Shape::LogRounds, all_reduce, 3), 3);
+  EXPECT_EQ(NodeLeaders::messages(Shape::LogRounds, all_reduce, 3), 4);
+  EXPECT_EQ(NodeLeaders::rounds(Shape::ViaFirstLeader, all_reduce, 3), 2);
+  EXPECT_EQ(NodeLeaders::messages(Shape::ViaFirstLeader, all_reduce, 3), 4);
+  EXPECT_EQ(NodeLeaders::messages(Shape::LogRounds, all_reduce, 8), 24);
+  EXPECT_EQ(NodeLeaders::messages(Shape::LogRounds, plan::Collective::Broadcast, 5), 4);
+  EXPECT_EQ(NodeLeaders::rounds(Shape::LogRounds, plan::Collective::Broadcast, 5), 3);
+  EXPECT_EQ(NodeLeaders::shapesFor(plan::Collective::Reduce).size(), 2u);
+
+  // Messages dear against rounds: fewer messages win; rounds dear: one round.
+  const NodeLeaders::ShapeCosts kernel_bound{5e-6, 10e-6}, latency_bound{20e-6, 1e-6};
+  EXPECT_EQ(NodeLeaders::cheapest(all_reduce, 3, kernel_bound), Shape::ViaFirstLeader);
+  EXPECT_EQ(NodeLeaders::cheapest(all_reduce, 3, latency_bound), Shape::OneRound);
+  // Rooted calls send N-1 messages either way: the fewest rounds.
+  EXPECT_EQ(NodeLeaders::cheapest(plan::Collective::Broadcast, 5, kernel_bound), Shape::OneRound);
+
+  // The fit recovers the constants of exact times (a constant for the boards besides).
+  for (int nodes : {3, 4, 5, 7}) {
+    const auto shapes = NodeLeaders::shapesFor(all_reduce);
+    std::vector<double> seconds;
+    for (Shape shape : shapes) {
+      seconds.push_back(3e-6 +
+                        NodeLeaders::predictLeadersSeconds(shape, all_reduce, nodes, kernel_bound));
+    }
+    NodeLeaders::ShapeCosts fitted;
+    ASSERT_TRUE(NodeLeaders::fitCosts(all_reduce, nodes, shapes, seconds, fitted)) << nodes;
+    EXPECT_NEAR(fitted.round_seconds, kernel_bound.round_seconds, 1e-9) << nodes;
+    EXPECT_NEAR(fitted.message_seconds, kernel_bound.message_seconds, 1e-9) << nodes;
+  }
+}
+
 TEST(AlgorithmChoice, WithoutTheNodeAlgorithmsAPlanRuns) {
   const topo::Topology t = hostRanks(4);
   runtime::NodeAlgorithms off;
