@@ -70,10 +70,13 @@ static void callMpi(enum Collective c, float* in, float* out, size_t count, int 
     case kAllReduce:
       PMPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       break;
-    case kBroadcast:  // the root's input is `in`, as Blink's out of place
-      if (out != in) memcpy(out, in, count * sizeof(float));
+    case kBroadcast: {  // the root's input is `in`, as Blink's out of place
+      int rank = 0;
+      PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0 && out != in) memcpy(out, in, count * sizeof(float));
       PMPI_Bcast(out, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
       break;
+    }
     case kReduce:
       PMPI_Reduce(in, out, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
       break;

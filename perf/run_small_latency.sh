@@ -20,7 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build layouts="1,1,1 2,2,1" sizes="8 512 4K" calls=400 reps=2 transport="" tag=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --build-dir) build=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;

@@ -16,7 +16,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=2 layouts="2,2 2,2,1" build=$root/build
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --rounds) rounds=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --build-dir) build=$2; shift 2 ;;

@@ -26,7 +26,7 @@
 # Needs root and `ip netns`; `check` says why not when it cannot.
 set -euo pipefail
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 die() {
   echo "emulate-hosts.sh: $*" >&2
   exit 2

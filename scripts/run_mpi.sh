@@ -9,7 +9,7 @@
 # go before "--".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 preload=1 lib=""
 mpirun_args=()
 while [ "$#" -gt 0 ]; do

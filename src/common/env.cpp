@@ -122,8 +122,9 @@ const std::vector<Variable>& registry() {
        "(`trees`) or per collective (`allreduce:trees,bcast:direct`). Algorithms: `board` "
        "(one-shot shared-memory board), `direct` (the node's direct path), `trees` (Blink's "
        "packed trees), `hierarchical` (trees per node plus an inter-node phase), `ring`, `dbt` "
-       "(double binary trees), `leaders` (across nodes: the board on each node plus log rounds "
-       "between node leaders). Collectives: allreduce, broadcast (bcast), reduce, allgather, "
+       "(double binary trees), `leaders` (across nodes: the board on each node plus a round "
+       "between node leaders, in the shape measured cheapest at set-up). Collectives: allreduce, "
+       "broadcast (bcast), reduce, allgather, "
        "reducescatter. Where the forced one does not apply to a call, the planner chooses and "
        "says why at INFO."},
       {"BLINK_TRANSPORT", Kind::Text, "NAME or within=NAME,between=NAME", "",

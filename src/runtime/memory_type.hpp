@@ -1,7 +1,8 @@
 // Which kind of memory a buffer handed to a collective is: pageable host memory,
 // CUDA device memory, CUDA managed memory or host memory registered with CUDA
-// (pinned). The runtime moves host memory only, with memcpy and shared memory; a
-// device pointer must never reach those.
+// (pinned). The node algorithms and host transports move host memory only, with
+// memcpy and shared memory; a device pointer must never reach those (device memory
+// takes the device path, communicator.hpp).
 //
 // The CUDA driver (libcuda.so.1) is loaded with dlopen, never linked: where no
 // driver exists, or it cannot initialise (no device), nothing is loaded and every

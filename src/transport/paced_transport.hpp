@@ -11,7 +11,8 @@
 // that the pacer holds back waits for pieces the others have already handed over.
 // Those leave without their receivers' help as long as a piece is below the inner
 // transport's eager limit (Open MPI's TCP: 64 KiB with headers, hence 32 KiB by
-// default; UCX's rendezvous threshold over TCP is not verified): no pacing wait can
+// default; over TCP UCX sends eagerly, ucx_fabric.cpp; on InfiniBand its rendezvous
+// threshold is not verified): no pacing wait can
 // join a cycle of plan dependencies.
 //
 // Both ends of a pair split alike: a pair's channels (those of every plan run so

@@ -34,7 +34,8 @@ const TransportEntry& byName(std::string_view spec, std::string_view name) {
 // default between nodes where it is built (pmpi where any rank fails to set it up;
 // fallBackBetweenNodes). It was opt-in while a 32-byte send of the node leaders'
 // Broadcast could stall over UCX 1.13's TCP transport; the progress thread
-// (ucx/ucx_progress_thread.hpp) removed the cause.
+// (ucx/ucx_progress_thread.hpp) removed the cause of that stall; a message lost
+// over TCP remains (README, known problem).
 bool addOptionalTransports(std::vector<TransportEntry>& entries) {
 #if BLINK_HAVE_UCX
   entries.insert(entries.begin(),

@@ -30,6 +30,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/error.hpp"
+
 namespace blink {
 class Backoff;
 }
@@ -134,7 +136,7 @@ class Transport {
   // and once backoff.idle() reports its deadline passed, cancels what is pending and
   // returns the index of a message that was. Only where movesAllAtOnce said so.
   virtual int moveAllAtOnce(const WholeMessage* /*messages*/, int /*count*/, Backoff& /*backoff*/) {
-    return 0;
+    throw Error(blinkInternalError, "moveAllAtOnce: not supported by transport " + name());
   }
 };
 

@@ -1,5 +1,6 @@
-// Point-to-point over PMPI for ranks on different nodes, until the UCX transport
-// exists. Each (peer, channel) is an MPI tag on Blink's own duplicate of the user's
+// Point-to-point over PMPI: between nodes where UCX is not built, cannot be set up,
+// or BLINK_TRANSPORT names pmpi, and for the node leaders' rounds where measured
+// faster. Each (peer, channel) is an MPI tag on Blink's own duplicate of the user's
 // communicator, so MPI's ordered matching keeps the plan's message order.
 #pragma once
 
