@@ -24,7 +24,8 @@ extern "C" blinkResult_t blinkGetVersion(int* version) {
 extern "C" const char* blinkGetBuildInfo(void) {
   static const std::string info =
       std::string("Blink ") + BLINK_VERSION_STRING + " (git " + BLINK_GIT_HASH +
-      ", transports: shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
+      ", transports: " + (BLINK_HAVE_UCX ? "ucx, " : "") +
+      "shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
       (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES + ")"
                        : std::string("CUDA: not built, emulated device only")) +
       (BLINK_HAVE_UCX ? "; UCX: the ucx transport, the default between nodes (pmpi where a "

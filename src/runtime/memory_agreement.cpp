@@ -11,6 +11,10 @@
 namespace blink::runtime {
 namespace {
 
+constexpr const char* kNoDevicePath =
+    "); this communicator has no device data path (a rank has no Blink device, or the "
+    "ranks' devices differ: see blinkCommExplain), so Blink moves host memory only";
+
 // A rank's verdict as one number, so that a MIN reduction yields the lowest rank
 // with a buffer it may not pass, and which buffer and type, identically everywhere.
 constexpr std::int64_t kTypes = 8;
@@ -70,10 +74,9 @@ void MemoryAgreement::requireHostMemory(std::initializer_list<Buffer> buffers) c
   const auto buffer = static_cast<std::size_t>(lowest / kTypes % kMaxBuffers);
   const auto rank = lowest / kTypes / kMaxBuffers;
   const char* name = buffer < buffers.size() ? buffers.begin()[buffer].name : "a buffer";
-  throw MemoryTypeError(blinkInvalidUsage,
-                        "rank " + std::to_string(rank) + " passed " + runtime::describe(type) +
-                            " (" + name +
-                            "); Blink has no data path for device memory yet (host memory only)");
+  throw MemoryTypeError(blinkInvalidUsage, "rank " + std::to_string(rank) + " passed " +
+                                               runtime::describe(type) + " (" + name +
+                                               kNoDevicePath);
 }
 
 bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool device_path,
@@ -121,8 +124,7 @@ bool MemoryAgreement::onDevice(std::initializer_list<Buffer> buffers, bool devic
         "rank " + std::to_string(rank) + " passed " + runtime::describe(type) + " (" + name +
             (device_everywhere_ ? ") that is not memory of its Blink device (BLINK_DEVICE); Blink "
                                   "moves host memory and its device's memory only"
-                                : "); Blink has no data path for device memory yet (host memory "
-                                  "only)"));
+                                : kNoDevicePath));
   }
   const bool any_device = all[1] != 0, any_host = all[2] != 0;
   if (!any_device) return false;

@@ -80,7 +80,8 @@ class MemoryTypes : public testing::Test {
   }
   static std::string refusal(int rank, const char* type, const char* buffer) {
     return "rank " + std::to_string(rank) + " passed " + type + " (" + buffer +
-           "); Blink has no data path for device memory yet (host memory only)";
+           "); this communicator has no device data path (a rank has no Blink device, or the "
+           "ranks' devices differ: see blinkCommExplain), so Blink moves host memory only";
   }
 
   int rank_ = 0, size_ = 1, victim_ = -1;
