@@ -67,6 +67,8 @@ struct MpiReduction {
 
 class NodeLeaders {
  public:
+  // Node sets are bit sets of one word.
+  static constexpr int kMaxNodes = 64;
   // The channel of the leaders' streams: far above any plan's channels, within
   // MPI_TAG_UB's guaranteed minimum and UCX's 16 channel bits.
   static constexpr int kChannel = 32000;
