@@ -1,5 +1,6 @@
 #include "common/backoff.hpp"
 
+#include <mpi.h>
 #include <sched.h>
 
 #include <sstream>
@@ -22,6 +23,22 @@ inline void cpuRelax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+// One pass of MPI's progress engine, where this thread may call MPI now (never
+// before MPI_Init or after MPI_Finalize, nor, under MPI_THREAD_FUNNELED or SINGLE,
+// from a thread other than the main one). An Iprobe only looks: it receives nothing.
+void progressMpi() {
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (initialized == 0 || finalized != 0) return;
+  int level = MPI_THREAD_SINGLE, main_thread = 0;
+  PMPI_Query_thread(&level);
+  PMPI_Is_thread_main(&main_thread);
+  if (level < MPI_THREAD_SERIALIZED && main_thread == 0) return;
+  int found = 0;
+  PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &found, MPI_STATUS_IGNORE);
 }
 
 }  // namespace
@@ -47,6 +64,7 @@ bool Backoff::idle() {
   // The clock is read only off the spinning path.
   if (!clock_started_) {
     last_progress_ = Clock::now();
+    last_mpi_progress_ = last_progress_;
     clock_started_ = true;
   }
   if (idle_rounds_ <= spin_rounds_ + kYieldRounds) {
@@ -54,7 +72,12 @@ bool Backoff::idle() {
   } else {
     std::this_thread::sleep_for(kNap);
   }
-  return Clock::now() - last_progress_ < timeout_;
+  const Clock::time_point now = Clock::now();
+  if (now - last_mpi_progress_ >= kMpiProgressEvery) {
+    progressMpi();
+    last_mpi_progress_ = now;
+  }
+  return now - last_progress_ < timeout_;
 }
 
 double Backoff::secondsSinceProgress() const {

@@ -44,6 +44,11 @@
 #                compared; the node leaders' rounds carry them between nodes (over
 #                ucx it stalled before the progress thread: see
 #                src/transport/ucx/ucx_transport.hpp).
+#   mpi_progress tests/mpi_send_then_blink: rank 1 calls blinkAllReduce while its
+#                MPI_Isend of 1 MiB to rank 0 is still under way, rank 0 only after
+#                receiving it (MPI_Recv): 20 rounds, every result right, within
+#                BLINK_TIMEOUT_S=10 (Blink's waits let MPI progress; without that,
+#                every round stalled until the timeout).
 #   fallback     (builds with UCX) rank 1 cannot set UCX up (UCX_TLS names no
 #                transport there): by default every rank takes pmpi between nodes,
 #                INFO says why, and rooted_loop's results are right; with
@@ -234,6 +239,13 @@ case "$case" in
       grep -q "decided $coll of 4096 bytes .*: trees" "$work/paced_$coll.err" ||
         fail "no flat trees across the hosts ($coll)"
     done
+    ;;
+  mpi_progress)
+    BLINK_TIMEOUT_S=10 run mpi_progress 120 -x BLINK_DEBUG=INFO "$build/tests/mpi_send_then_blink" 20 ||
+      fail "mpi_send_then_blink failed (exit $?)"
+    grep -q "mpi_send_then_blink: 20 rounds, 0 wrong" "$work/mpi_progress.out" || fail "wrong results"
+    grep -q "streams: shm within a node, $between between nodes" "$work/mpi_progress.err" ||
+      fail "streams between nodes did not take $between"
     ;;
   rooted_loop)
     run rooted_loop 240 -x BLINK_DEBUG=INFO "$build/tests/rooted_loop" 3000 ||

@@ -45,10 +45,12 @@ UcxWorker::UcxWorker(const std::string& net_device) : device_(net_device) {
   // sometimes stalled for good: across emulated hosts a 40 KB tagged send stayed
   // pending and its posted receive never completed, both sides progressing, in
   // about 1 of 8 runs of Reduce.EveryRootAndOp (2-3 hosts); with eager sends only,
-  // 0 of 60 then, but later batches still lose a message in about 1 run of 6 (README,
-  // "Known problem"), so eager sends did not remove the cause. Rendezvous buys TCP no
-  // zero copy worth having (the kernel copies anyway), so streams on IP interfaces
-  // send eagerly, unless UCX_RNDV_THRESH says otherwise.
+  // 0 of 60 then, but later batches still stalled in about 1 run of 6. That later
+  // stall was no UCX loss: the sender posted the piece late, held in a cycle with
+  // Open MPI's own progress (common/backoff.hpp); the rendezvous stall may have been
+  // the same, which was not checked. Rendezvous buys TCP no zero copy worth having
+  // (the kernel copies anyway), so streams on IP interfaces send eagerly, unless
+  // UCX_RNDV_THRESH says otherwise.
   if (!device_.empty() && device_.find(':') == std::string::npos &&
       std::getenv("UCX_RNDV_THRESH") == nullptr) {
     modify("RNDV_THRESH", "inf");

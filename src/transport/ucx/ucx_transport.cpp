@@ -3,9 +3,9 @@
 #include <ucp/api/ucp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <sstream>
 
+#include "common/backoff.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/mpi_wait.hpp"
@@ -212,26 +212,29 @@ void UcxTransport::ensureStreams(const std::vector<StreamKey>& sends,
     g.heard = ucp_tag_recv_nbx(workers[static_cast<std::size_t>(g.nic)]->handle(), nullptr, 0,
                                ucxTag(comm_id_, kUcxHelloChannel, g.peer, 0), kUcxFullMask, &param);
   }
-  const auto start = std::chrono::steady_clock::now();
+  // Waits as every other wait does (Backoff): it lets MPI progress too, which a peer
+  // still in an MPI call may need from this rank before it comes to greet.
+  Backoff backoff(set_up_.timeout_seconds);
   try {
-    for (bool pending = true; pending;) {
-      pending = false;
+    for (std::size_t pending = greetings.size() * 2; pending > 0;) {
       if (!lock.owns_lock()) lock.lock();
       UcxFabric::instance().progressAll();
+      std::size_t still = 0;
       for (Greeting& g : greetings) {
         const bool sent = ucxFinished(g.sent, *g.link, g.peer, "greeting");
         const bool heard = ucxFinished(g.heard, *g.link, g.peer, "hearing from");
         if (!sent || !heard) g.link->check(g.peer);
-        pending = pending || !sent || !heard;
+        still += (sent ? 0 : 1) + (heard ? 0 : 1);
       }
-      if (pending &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-              set_up_.timeout_seconds) {
+      lock.unlock();  // lets the progress thread in between the polls
+      if (still < pending) {
+        backoff.progressed();
+      } else if (!backoff.idle()) {
         throw Error(blinkTimeout,
                     "ucx transport: a peer did not answer within BLINK_TIMEOUT_S while the "
                     "streams were made");
       }
-      lock.unlock();  // lets the progress thread in between the polls
+      pending = still;
     }
   } catch (const Error&) {
     if (!lock.owns_lock()) lock.lock();
