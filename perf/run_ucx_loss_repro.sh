@@ -3,7 +3,7 @@
 # emulated hosts of one rank each, BLINK_TIMEOUT_S=3, RUNS times; prints and appends
 # "LABEL: F fails / RUNS runs" to perf/results/ucx_loss.md and keeps the output of
 # failing runs under ${TMPDIR:-/tmp}/blink-ucx-loss/LABEL/. Before the fix (Blink's
-# waits did not let MPI progress) 1 run in 6-40 stalled; the README says why.
+# waits did not let MPI progress) 1 run in 6-30 stalled; the README says why.
 # Usage: run_ucx_loss_repro.sh LABEL RUNS [BUILD_DIR [MPIRUN_OPTIONS...]]   (needs root, ip netns)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -11,7 +11,8 @@
 // MPI call of the sending process: a rank that returned from MPI with bytes still
 // queued there and then waited in Blink for a peer that was itself waiting in MPI for
 // those bytes stalled both until BLINK_TIMEOUT_S (a PMPI_Reduce between two Blink
-// calls over UCX, 1 run in 6-30 across emulated hosts; README, "Between nodes").
+// calls over UCX, 1 run in 6-30 across emulated hosts; README, "A stall once taken
+// for a lost UCX message").
 #pragma once
 
 #include <atomic>
