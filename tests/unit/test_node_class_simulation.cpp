@@ -39,7 +39,8 @@ constexpr double kTolerance = 5e-3;
 // its time is the full simulation's (within kTolerance).
 TEST(NodeClassSimulation, OneNodeEqualsTheFullSimulation) {
   for (const char* machine :
-       {"hgx-h100:2", "hgx-h100:4", "hgx-h100:8", "hgx-h100:16", "dgx1-v100:2", "dgx1-v100:4"}) {
+       {"hgx-h100:2", "hgx-h100:4", "hgx-h100:8", "hgx-h100:16", "dgx1-v100:2", "dgx1-v100:4",
+        "pcie-8gpu:4", "dgx-a100:4", "dgx1-p100:2"}) {
     const auto t = zoo(machine);
     ASSERT_TRUE(plan::oneNodeSimulationApplies(t)) << machine;
     for (std::uint64_t bytes : {std::uint64_t{256} << 20, std::uint64_t{4} * 1000003}) {
