@@ -89,7 +89,10 @@ bool oneNodeSimulationApplies(const topo::Topology& topology) {
 std::optional<SimResult> simulateOneNode(const Plan& plan, const topo::Topology& topology,
                                          const SimOptions& options) {
   const NodeLayout layout = nodeLayout(topology);
-  if (plan.ranks.size() != plan.rank_gpu.size()) return std::nullopt;
+  if (plan.ranks.size() != plan.rank_gpu.size() ||
+      plan.rank_gpu.size() != layout.node_of_rank.size()) {
+    return std::nullopt;
+  }
   const std::optional<NodeMirror> mirror = applicableMirror(topology, layout);
   if (!mirror) return std::nullopt;
   // A rank's mirror on node 0 must run on the GPU its own GPU mirrors.
@@ -117,8 +120,14 @@ std::optional<SimResult> simulateOneNode(const Plan& plan, const topo::Topology&
   for (int r : first) {
     one.rank_gpu.push_back(plan.rank_gpu[static_cast<std::size_t>(r)]);
     RankProgram program = plan.ranks[static_cast<std::size_t>(r)];
-    for (Step& s : program.steps) {
+    for (std::size_t i = 0; i < program.steps.size(); ++i) {
+      Step& s = program.steps[i];
       if (s.kind == StepKind::Copy) continue;
+      if (s.peer < 0 || s.peer >= static_cast<int>(plan.ranks.size()) ||
+          (s.kind == StepKind::Send &&
+           (s.route < 0 || s.route >= static_cast<int>(plan.routes.size())))) {
+        detail::failSimulation(plan, detail::stepName(r, i) + ": peer or route out of range");
+      }
       const int peer_node = layout.node_of_rank[static_cast<std::size_t>(s.peer)];
       const int d = s.kind == StepKind::Send ? difference(0, peer_node) : difference(peer_node, 0);
       auto [it, fresh] = channels.try_emplace({s.channel, d}, static_cast<int>(channels.size()));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.hpp"
 #include "plan/hierarchical.hpp"
 #include "plan/node_class_simulation.hpp"
 #include "plan/node_layout.hpp"
@@ -77,6 +78,15 @@ TEST(NodeClassSimulation, OnlyPowersOfTwoOfIdenticalNodes) {
   EXPECT_FALSE(plan::oneNodeSimulationApplies(uneven));
   EXPECT_FALSE(plan::simulateOneNode(plan::lowerRailHalving(uneven, 1 << 20, {}), uneven));
   EXPECT_TRUE(plan::oneNodeSimulationApplies(zoo("hgx-h100:2").restrictToGpus({0, 1, 8, 9})));
+}
+
+// A malformed plan fails as the full simulation does.
+TEST(NodeClassSimulation, AMalformedPlanThrows) {
+  const auto t = zoo("hgx-h100:2");
+  auto p = plan::lowerRailHalving(t, 1 << 20, {});
+  EXPECT_NO_THROW(plan::simulateOneNode(p, t));
+  p.ranks[0].steps[0].peer = p.num_ranks;
+  EXPECT_THROW(plan::simulateOneNode(p, t), Error);
 }
 
 // The planner prices the halving by node 0 on a power of two of identical nodes: on 16
