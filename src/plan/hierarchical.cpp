@@ -270,16 +270,18 @@ int Composer::reversed(int route) {
 
 void Composer::transfer(int from, int to, int channel, Range r, int route, bool reduce) {
   if (r.second == 0) return;
+  // The steps' indices are known before they are added (PlanWriter::add appends), so
+  // each rank's ranges are split and walked once.
   std::vector<int> deps;
-  tracks_[from].dependencies(r, false, deps);
-  const int send =
-      b_.writer().add(from, {StepKind::Send, to, channel, r.first, r.second, 0, route, deps});
-  tracks_[from].record(r, false, send);
+  const auto next = [this](int rank) {
+    return static_cast<int>(plan_.ranks[static_cast<std::size_t>(rank)].steps.size());
+  };
+  tracks_[from].dependOnAndRecord(r, false, next(from), deps);
+  b_.writer().add(from, {StepKind::Send, to, channel, r.first, r.second, 0, route, deps});
   deps.clear();
-  tracks_[to].dependencies(r, true, deps);
-  const int recv = b_.writer().add(to, {reduce ? StepKind::RecvReduce : StepKind::Recv, from,
-                                        channel, r.first, r.second, 0, -1, deps});
-  tracks_[to].record(r, true, recv);
+  tracks_[to].dependOnAndRecord(r, true, next(to), deps);
+  b_.writer().add(to, {reduce ? StepKind::RecvReduce : StepKind::Recv, from, channel, r.first,
+                       r.second, 0, -1, std::move(deps)});
 }
 
 void Composer::describe() {

@@ -118,7 +118,11 @@ Plan lowerRailRings(const topo::Topology& topology, std::uint64_t bytes,
 // same bytes per node as the ring, 2 log2 N stages instead of 2(N - 1); where N is not
 // a power of two, the nodes beyond the largest power fold their chunk into a
 // neighbour first, rotating over the chunks). The intra-node phases feed and drain
-// each chunk in the order its halving takes and gives it (the half sent first, first).
+// each chunk in the order its halving takes and gives it (the block each step sends,
+// half first; the blocks of the last steps below 1 MiB as one range), in chunks that
+// ramp up from 1 MiB at the pipeline's start and down to it at its end. On a power of
+// two of identical nodes the plan is symmetric under relabelling the nodes, so
+// simulateOneNode predicts it from one node (node_class_simulation.hpp).
 // Same errors as lowerHierarchical.
 Plan lowerRailHalving(const topo::Topology& topology, std::uint64_t bytes,
                       const LowerOptions& options, const treegen::PackOptions& pack = {},

@@ -153,8 +153,12 @@ Composer::Chain Composer::chain(const Piece& p, bool reduce, bool broadcast, int
 }
 
 double Composer::hopGbps(const Hop& h) {
+  // Once per route: the rail variants ask for every message (a few M on 128 nodes).
+  if (auto it = route_gbps_.find(h.route); it != route_gbps_.end()) return it->second;
   const auto& route = plan_.routes[static_cast<std::size_t>(h.route)];
-  return bottleneckGbps(t_, route) / std::max(share_[h.route], 1);
+  const double gbps = bottleneckGbps(t_, route) / std::max(share_[h.route], 1);
+  route_gbps_.emplace(h.route, gbps);
+  return gbps;
 }
 
 int Composer::maxPorts() const {
@@ -203,6 +207,7 @@ int Composer::interRoute(int k, int j, int m, int jm) {
   const int index = b_.writer().route(route);
   inter_routes_.emplace(key, index);
   share_[index] = std::max(share_[index], std::max(nicShare(k, j), nicShare(m, jm)));
+  route_gbps_.erase(index);  // its share may have grown
   return index;
 }
 

@@ -161,7 +161,7 @@ void Composer::intraWhole(int k, int root_rank, bool up, int channel_base) {
 }
 
 void Composer::intra(const NodeTrees& nt, const std::map<int, std::vector<Range>>& ranges, bool up,
-                     int channel_base, int channels_per_tree, bool in_order) {
+                     int channel_base, int channels_per_tree, bool in_order, bool ramp) {
   for (const auto& [root, list] : ranges) {
     if (list.empty()) continue;
     auto it = nt.by_root.find(root);
@@ -229,7 +229,13 @@ void Composer::intra(const NodeTrees& nt, const std::map<int, std::vector<Range>
         }
         if (in_order) break;
       }
-      const std::uint64_t want = lane.dealt.empty() && lane.lead > 0 ? lane.lead : lane.chunk;
+      std::uint64_t want = lane.dealt.empty() && lane.lead > 0 ? lane.lead : lane.chunk;
+      if (ramp) {
+        const auto dealt = static_cast<double>(up ? total - left : left);
+        const std::uint64_t cap =
+            std::max(kRampFirstChunkBytes, static_cast<std::uint64_t>(kRampGrowth * dealt));
+        want = std::max(std::min(want, cap / es() * es()), es());
+      }
       const std::uint64_t len = std::min(want, list[range].second - done[range]);
       lane.dealt.emplace_back(list[range].first + done[range], len);
       lane.given += len;

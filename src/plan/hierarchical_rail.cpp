@@ -89,10 +89,20 @@ void Composer::railIntra(int k, bool up, int channel_base) {
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
       if (c >= chunks[i].size()) continue;
       auto& list = ranges[pieces_[i].owner[static_cast<std::size_t>(k)]];
-      for (const Range& part : railOrder(k, c, chunks[i][c], up)) appendRange(list, part);
+      for (const Range& part : railOrder(k, c, chunks[i][c], up)) {
+        // The halving's parts stay apart, so every node deals its trees the same
+        // pattern of ranges (a node that sends the lower half first would otherwise
+        // see one run where another sees two halves): its plan is then symmetric
+        // under the nodes' relabelling, which simulateOneNode relies on.
+        if (rail_ == RailKind::Halving) {
+          if (part.second > 0) list.push_back(part);
+        } else {
+          appendRange(list, part);
+        }
+      }
     }
   }
-  intra(allGatherTrees(k), ranges, up, channel_base, 1, true);
+  intra(allGatherTrees(k), ranges, up, channel_base, 1, true, rail_ == RailKind::Halving);
 }
 
 void Composer::railRings(int channel_base) {

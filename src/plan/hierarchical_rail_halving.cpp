@@ -16,7 +16,8 @@ namespace {
 // A chunk's steps wait for each other (half, quarter, ... of it), each paying its
 // route's latency (about 9 us between H100 nodes), so small chunks lose the NIC to
 // latency and large ones fill and drain the intra-node phases slowly. 1 GiB on
-// hgx-h100:16 / :32 (4 chunks in flight): 2 MiB 0.84 / 0.76 of the NIC bound, 4 MiB
+// hgx-h100:16 / :32 (4 chunks in flight, the intra-node phases in two halves before the
+// seventh pass): 2 MiB 0.84 / 0.76 of the NIC bound, 4 MiB
 // 0.81 / 0.80, 8 MiB 0.75 / 0.73.
 constexpr std::uint64_t kHalvingMinChunkBytes = std::uint64_t{4} << 20;
 
@@ -24,12 +25,29 @@ constexpr std::uint64_t kHalvingMinChunkBytes = std::uint64_t{4} << 20;
 // one for its allgather. On one channel pair the chunks already overlap (chunk c + 1
 // takes a step while chunk c takes the next); more pairs hide the steps' latencies
 // further, but chunks in flight share each NIC fairly and finish late together, the
-// intra-node AllGather trailing them. 1 GiB on hgx-h100:32: 2 in flight 0.73 of the
-// NIC bound, 4 0.80; on hgx-h100:128 3 0.64, 4 0.63. The inter-node phase alone
-// (intra-node phases left out, 4 MiB chunks) on 128 nodes: 0.99 with 2 or 4, 0.97
-// with 1; before the reduce-scatter and the allgather had channels of their own, a
-// chunk waited for the allgather of the one before it on the same channel (1: 0.57).
+// intra-node AllGather trailing them. 1 GiB, intra-node phases in the halving's order
+// (halvingOrder, before kHalvingTailBytes and the ramp), 4 / 2 in flight: hgx-h100:8
+// 0.89 / 0.88 of the NIC bound (the cluster's budget), :16 0.89 / 0.91 and :32 0.90 /
+// 0.92 (four times it), :128 0.77 / 0.80 (the budget) (perf/README.md, "Seventh pass").
 constexpr int kHalvingChunksInFlight = 4;
+constexpr int kHalvingChunksInFlightLarge = 2;
+constexpr int kHalvingLargeMinNodes = 16;
+
+int chunksInFlight(int nodes) {
+  return nodes >= kHalvingLargeMinNodes ? kHalvingChunksInFlightLarge : kHalvingChunksInFlight;
+}
+
+// The most bytes of a chunk's last blocks (those of the steps at the smallest
+// distances, and the node's own segment) that the intra-node phases move as one range.
+// Below it every block would be a pass of its own through the node's trees: on 128
+// H100 nodes, 4 MiB chunks of 128 segments make 8 blocks of 2 MiB down to 32 KiB per
+// chunk, 8.3 M steps in the plan (0.91 of the NIC bound); with the blocks below 1 MiB
+// merged, 3 blocks and 3.8 M steps (0.93, with the ramp of Composer::intra). Where the
+// intra-node chunks are at least this large (the ramp starts at this size) the merged
+// range is dealt whole and its inner order does not matter; smaller chunks deal it
+// front to back on every node, a slight asymmetry under the nodes' relabelling that
+// test_node_class_simulation.cpp bounds.
+constexpr std::uint64_t kHalvingTailBytes = std::uint64_t{1} << 20;
 
 // The largest power of two not above n (n >= 1).
 int powerOfTwoBelow(int n) {
@@ -93,13 +111,36 @@ std::vector<Range> Composer::halvingOrder(int k, std::size_t c, Range chunk, boo
   const int p = powerOfTwoBelow(nodes);
   const int v = halvingRank(k, c, nodes);
   const auto segments = evenParts(chunk, p, es());
-  const Range lower = segmentsRange(segments, 0, p / 2), upper = segmentsRange(segments, p / 2, p);
-  // The first step's partner is at distance P/2: the virtual rank without that bit
-  // keeps the lower half.
-  const bool keeps_lower = (v & (p / 2)) == 0;
-  const Range sent = keeps_lower ? upper : lower, kept = keeps_lower ? lower : upper;
-  if (up) return {sent, kept};
-  return {kept, sent};
+  // The block v exchanges with its partner at distance d: the one it sends in the
+  // reduce-scatter (the partner's half of what v holds) and receives in the allgather.
+  auto exchanged = [&](int d) {
+    const int first = (v ^ d) & ~(d - 1);
+    return segmentsRange(segments, first, first + d);
+  };
+  // Up: the blocks in the order the reduce-scatter sends them (P/2 segments first, its
+  // own segment last); down: its own segment, then the blocks as the allgather brings
+  // them. Every node then sees the same pattern, its segments relabelled, which keeps
+  // the plan symmetric under the nodes' relabelling (simulateOneNode).
+  // The blocks of the last steps (distance below `tail`) and its own segment together
+  // are the aligned block of `tail` segments around v: one range of at most
+  // kHalvingTailBytes, so that their many small blocks do not each cost a pass through
+  // the node's trees.
+  int tail = 1;
+  while (tail < p / 2 &&
+         segments[0].second * static_cast<std::uint64_t>(2 * tail) <= kHalvingTailBytes) {
+    tail *= 2;
+  }
+  const int first_of_tail = v & ~(tail - 1);
+  const Range last = segmentsRange(segments, first_of_tail, first_of_tail + tail);
+  std::vector<Range> order;
+  if (!up) order.push_back(last);
+  if (up) {
+    for (int d = p / 2; d >= tail; d /= 2) order.push_back(exchanged(d));
+  } else {
+    for (int d = tail; d < p; d *= 2) order.push_back(exchanged(d));
+  }
+  if (up) order.push_back(last);
+  return order;
 }
 
 void Composer::railHalving(int channel_base) {
@@ -125,7 +166,7 @@ void Composer::railHalving(int channel_base) {
   };
   std::vector<std::vector<Range>> segments(pieces_.size());
   for (std::size_t c = 0; c < most; ++c) {
-    const int group = static_cast<int>(c % static_cast<std::size_t>(kHalvingChunksInFlight));
+    const int group = static_cast<int>(c % static_cast<std::size_t>(chunksInFlight(nodes)));
     // The reduce-scatter and the allgather on channels of their own: a message waits
     // for the one before it on its (peer, channel) lane, and the two halves use the
     // same partners, so on shared channels a chunk's reduce-scatter would wait for the
@@ -175,7 +216,7 @@ void Composer::railHalving(int channel_base) {
   note << "between nodes: recursive halving and doubling per rail (" << rails
        << " rails), chunks of " << rail_chunk_ << " bytes in " << p << " segments";
   if (folding > 0) note << ", " << folding << " nodes folding in";
-  note << ", " << kHalvingChunksInFlight << " chunks in flight";
+  note << ", " << chunksInFlight(nodes) << " chunks in flight";
   plan_.notes.push_back(note.str());
 }
 

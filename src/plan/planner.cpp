@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "common/log.hpp"
 #include "plan/baselines.hpp"
 #include "plan/hierarchical.hpp"
+#include "plan/node_class_simulation.hpp"
 #include "plan/node_layout.hpp"
 #include "plan/tree_cache.hpp"
 
@@ -234,22 +236,31 @@ void coarserChunksWhereFaster(Plan& h, double& seconds, Collective c, const topo
 // for a few percent (0.83 -> 0.87 of the bound at 1 GiB).
 constexpr std::size_t kRailRingsMinNodes = 16;
 
-// Up to this many nodes the halving variant is lowered with kRailHalvingFineBudget times
-// the message budget: the budget is the whole cluster's, so each node's intra-node
-// chunks grow with the node count, and the halving, whose inter-node phase alone
-// predicts 0.99 of the NIC bound, loses the rest to those chunks filling and draining
-// it. 1 GiB on hgx-h100:16 / :32: 0.81 / 0.80 of the NIC bound with the budget (1.0 /
-// 1.5 CPU s for lowering and simulation), 0.85 / 0.83 with twice it, 0.88 / 0.85 with
-// four times (1.9 / 4.7 s). Beyond, the budget stays (hgx-h100:128: twice 0.75 in 8.9
-// CPU s, four times 0.80 in 15.2 s, for this variant alone: past issue 16's 10 s for the
-// whole planner).
+// The halving variant is lowered with kRailHalvingFineBudget times the message budget
+// up to kRailHalvingFineMaxNodes nodes, and at any size where its first node alone is
+// simulated (simulateOneNode: a power of two of identical nodes), whose cost does not
+// grow with the nodes: the budget is the whole cluster's, so with it each node's
+// chunks would grow with the node count, and the halving, whose inter-node phase
+// alone predicts 0.99 of the NIC bound, would lose the rest to those chunks filling
+// and draining it. 1 GiB on hgx-h100:16 / :32 / :128: 0.91 / 0.91 / 0.93 of the NIC
+// bound with four times the budget, 0.87 / 0.88 / 0.80 with it (perf/README.md,
+// "Seventh pass"). Elsewhere the budget stays (the full simulation of four times it on
+// 128 nodes took 15 CPU s).
 constexpr std::size_t kRailHalvingFineMaxNodes = 32;
 constexpr std::size_t kRailHalvingFineBudget = 4;
 
-// The verdict goes to `verdicts` (for the plan finally kept).
+// The verdict goes to `verdicts` (for the plan finally kept). one_node: the rail plan
+// is symmetric under relabelling its nodes (the halving on a power of two of identical
+// nodes), so where simulateOneNode applies its first node alone is simulated: the same
+// prediction (test_node_class_simulation.cpp) at one node's cost (hgx-h100:128, 1 GiB:
+// 0.15 CPU s instead of 3.2).
 void railWhereFaster(Plan& h, double& seconds, const topo::Topology& t, const PlannerOptions& o,
-                     Plan rail, const char* what, std::vector<std::string>& verdicts) {
-  double rail_seconds = timedSimulate(rail, t, o.sim).seconds;
+                     Plan rail, const char* what, std::vector<std::string>& verdicts,
+                     bool one_node = false) {
+  std::optional<SimResult> by_class;
+  if (one_node) by_class = simulateOneNode(rail, t, o.sim);
+  double rail_seconds = by_class ? by_class->seconds : timedSimulate(rail, t, o.sim).seconds;
+  if (by_class) BLINK_LOG(Trace, "planner: " << what << " simulated on one node of " << t.name());
   equalSharesWhereFaster(rail, rail_seconds, t, o);
   std::ostringstream note;
   if (rail_seconds < seconds) {
@@ -330,11 +341,13 @@ std::vector<std::pair<Plan, double>> blinkCandidates(Collective c, const topo::T
         std::vector<std::string> verdicts;
         railWhereFaster(h, seconds, t, o, lowerRailRings(t, bytes, o.lower, o.pack), "rail rings",
                         verdicts);
-        const std::size_t budget = nodeLayout(t).node_ids.size() <= kRailHalvingFineMaxNodes
-                                       ? kRailHalvingFineBudget * kHierarchicalMaxTransfers
-                                       : kHierarchicalMaxTransfers;
+        const bool one_node = oneNodeSimulationApplies(t);
+        const std::size_t budget =
+            one_node || nodeLayout(t).node_ids.size() <= kRailHalvingFineMaxNodes
+                ? kRailHalvingFineBudget * kHierarchicalMaxTransfers
+                : kHierarchicalMaxTransfers;
         railWhereFaster(h, seconds, t, o, lowerRailHalving(t, bytes, o.lower, o.pack, budget),
-                        "rail halving and doubling", verdicts);
+                        "rail halving and doubling", verdicts, one_node);
         h.notes.insert(h.notes.end(), verdicts.begin(), verdicts.end());
       }
       out.emplace_back(std::move(h), seconds);

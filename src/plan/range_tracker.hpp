@@ -27,6 +27,20 @@ class RangeTracker {
     });
   }
 
+  // dependencies() then record() of step `step`, in one pass over the range.
+  void dependOnAndRecord(ByteRange r, bool writes, int step, std::vector<int>& out) {
+    forEach(r, [&](Segment& s) {
+      if (s.writer >= 0) out.push_back(s.writer);
+      if (writes) {
+        out.insert(out.end(), s.readers.begin(), s.readers.end());
+        s.writer = step;
+        s.readers.clear();
+      } else {
+        s.readers.push_back(step);
+      }
+    });
+  }
+
   void record(ByteRange r, bool writes, int step) {
     forEach(r, [&](Segment& s) {
       if (writes) {

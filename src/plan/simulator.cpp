@@ -52,8 +52,9 @@ struct Event {
 // The event loop over a SimModel: latencies, max-min fair rates, completions.
 class Simulator : detail::SimModel {
  public:
-  Simulator(const Plan& plan, const topo::Topology& topology, const SimOptions& options)
-      : SimModel(plan, topology), options_(options) {}
+  Simulator(const Plan& plan, const topo::Topology& topology, const SimOptions& options,
+            bool self_messages)
+      : SimModel(plan, topology, self_messages), options_(options) {}
 
   SimResult run() {
     build();
@@ -374,11 +375,20 @@ class Simulator : detail::SimModel {
 
 }  // namespace
 
-SimResult simulate(const Plan& plan, const topo::Topology& topology, const SimOptions& options) {
+namespace detail {
+
+SimResult simulatePlan(const Plan& plan, const topo::Topology& topology, const SimOptions& options,
+                       bool self_messages) {
   if (options.step_overhead_us < 0.0) {
     throw Error(blinkInvalidInput, "simulate: step_overhead_us must not be negative");
   }
-  return Simulator(plan, topology, options).run();
+  return Simulator(plan, topology, options, self_messages).run();
+}
+
+}  // namespace detail
+
+SimResult simulate(const Plan& plan, const topo::Topology& topology, const SimOptions& options) {
+  return detail::simulatePlan(plan, topology, options, false);
 }
 
 }  // namespace blink::plan

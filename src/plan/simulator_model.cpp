@@ -52,8 +52,8 @@ void SimModel::index() {
       step_rank_[g] = static_cast<int>(r);
       step_index_[g] = static_cast<int>(i);
       const Step& s = steps[i];
-      if (s.kind != StepKind::Copy &&
-          (s.peer < 0 || s.peer >= static_cast<int>(num_ranks) || s.peer == static_cast<int>(r))) {
+      if (s.kind != StepKind::Copy && (s.peer < 0 || s.peer >= static_cast<int>(num_ranks) ||
+                                       (s.peer == static_cast<int>(r) && !self_messages_))) {
         failSimulation(plan_, stepName(static_cast<int>(r), i) + ": peer " +
                                   std::to_string(s.peer) + " out of range");
       }

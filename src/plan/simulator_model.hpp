@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "plan/simulator.hpp"
 #include "topology/topology.hpp"
 
 namespace blink::plan::detail {
@@ -21,6 +22,11 @@ inline constexpr double kBytesPerGB = 1e9;
 // blink::Error(blinkInvalidInput) naming the plan.
 [[noreturn]] void failSimulation(const Plan& plan, const std::string& what);
 std::string stepName(int rank, std::size_t index);
+
+// simulate(), where self_messages lets a rank's Send and receive name the rank itself
+// (see SimModel).
+SimResult simulatePlan(const Plan& plan, const topo::Topology& topology, const SimOptions& options,
+                       bool self_messages);
 
 struct HopUse {
   int hop;    // index into SimModel::hops_
@@ -58,7 +64,11 @@ struct Transfer {
 
 class SimModel {
  public:
-  SimModel(const Plan& plan, const topo::Topology& topology) : plan_(plan), topology_(topology) {}
+  // self_messages: a Send may name its own rank as the peer (a node class's
+  // representative, node_class_simulation.hpp: a message to a mirrored node is its
+  // own receive from the mirror); never in a Plan a runtime executes.
+  SimModel(const Plan& plan, const topo::Topology& topology, bool self_messages = false)
+      : plan_(plan), topology_(topology), self_messages_(self_messages) {}
 
  protected:
   // Indexes the steps and matches every Send with its receive; throws on a malformed
@@ -92,6 +102,7 @@ class SimModel {
 
   const Plan& plan_;
   const topo::Topology& topology_;
+  bool self_messages_ = false;
 
   int num_steps_ = 0;
   std::vector<int> rank_base_;   // first global step id of each rank (+ the total)

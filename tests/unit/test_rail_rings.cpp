@@ -202,11 +202,9 @@ TEST(RailRings, MessagesBetweenNodesGoRoundTheRails) {
 
 // 1 GiB AllReduce on 16 H100 nodes: the rail rings predict 0.79 of the NIC bound
 // where the double binary trees of the other variant predict 0.71, and the halving and
-// doubling per rail 0.81 (0.88 with the four times larger message budget the planner
-// gives it up to 32 nodes); the planner tries all three and takes the halving. Not
-// 0.9: the inter-node phase alone predicts 0.99 (halving), the intra-node
-// ReduceScatter and AllGather around it, fed and drained in chunks that the message
-// budget sizes over the whole cluster, cost the rest (perf/README.md, "Sixth pass").
+// doubling per rail 0.83 with the cluster's message budget; the planner tries all three
+// and takes the halving, with four times the budget and priced by one node
+// (simulateOneNode): 0.91 (perf/README.md, "Seventh pass").
 TEST(RailRings, SixteenH100NodesAboveTheDoubleBinaryTrees) {
   const auto t = zoo("hgx-h100:16");
   const std::uint64_t bytes = std::uint64_t{1} << 30;
@@ -219,7 +217,7 @@ TEST(RailRings, SixteenH100NodesAboveTheDoubleBinaryTrees) {
   const double trees = share(plan::lowerHierarchical(Collective::AllReduce, t, bytes, 0, {}));
   EXPECT_GE(rail, 0.78);
   EXPECT_GT(rail, trees);
-  EXPECT_GE(halving, 0.80);
+  EXPECT_GE(halving, 0.83);
   EXPECT_GT(halving, rail);
 
   plan::PlannerOptions o;
@@ -235,7 +233,7 @@ TEST(RailRings, SixteenH100NodesAboveTheDoubleBinaryTrees) {
   }
   EXPECT_TRUE(rings_tried) << notes;
   EXPECT_TRUE(halving_taken) << notes;
-  EXPECT_GE(static_cast<double>(bytes) / choice.seconds / 1e9 / bound, 0.87) << notes;
+  EXPECT_GE(static_cast<double>(bytes) / choice.seconds / 1e9 / bound, 0.9) << notes;
 }
 
 }  // namespace
