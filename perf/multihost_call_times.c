@@ -6,7 +6,9 @@
 // call), so both see the same load; the minimum over many calls is what a call costs
 // when the machine lets it run, the median what it costs under the load there was.
 //
-// Usage: multihost_call_times [--calls N] [--pause-us US] [--collective C] SIZE...
+// Usage: multihost_call_times [--calls N] [--pause-us US] [--collective C] [--control] SIZE...
+// --control: the "blink" side makes the PMPI_* call too, on a duplicate of
+// MPI_COMM_WORLD: the ratio of an A/A run, what the method itself favours.
 // SIZE is the whole buffer, as in blink_perf: AllGather's output, ReduceScatter's input.
 // Prints CSV: impl,bytes,calls,min_us,median_us,wrong (wrong: elements of Blink's last
 // result that differ from PMPI's, on every rank that has one; the inputs are small
@@ -64,29 +66,34 @@ static void callBlink(enum Collective c, float* in, float* out, size_t count, in
   }
 }
 
-static void callMpi(enum Collective c, float* in, float* out, size_t count, int size) {
+static void callMpiOn(enum Collective c, float* in, float* out, size_t count, int size,
+                      MPI_Comm on) {
   const int n = (int)count, block = (int)(count / (size_t)size);
   switch (c) {
     case kAllReduce:
-      PMPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      PMPI_Allreduce(in, out, n, MPI_FLOAT, MPI_SUM, on);
       break;
     case kBroadcast: {  // the root's input is `in`, as Blink's out of place
       int rank = 0;
-      PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      PMPI_Comm_rank(on, &rank);
       if (rank == 0 && out != in) memcpy(out, in, count * sizeof(float));
-      PMPI_Bcast(out, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      PMPI_Bcast(out, n, MPI_FLOAT, 0, on);
       break;
     }
     case kReduce:
-      PMPI_Reduce(in, out, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+      PMPI_Reduce(in, out, n, MPI_FLOAT, MPI_SUM, 0, on);
       break;
     case kAllGather:
-      PMPI_Allgather(in, block, MPI_FLOAT, out, block, MPI_FLOAT, MPI_COMM_WORLD);
+      PMPI_Allgather(in, block, MPI_FLOAT, out, block, MPI_FLOAT, on);
       break;
     case kReduceScatter:
-      PMPI_Reduce_scatter_block(in, out, block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      PMPI_Reduce_scatter_block(in, out, block, MPI_FLOAT, MPI_SUM, on);
       break;
   }
+}
+
+static void callMpi(enum Collective c, float* in, float* out, size_t count, int size) {
+  callMpiOn(c, in, out, count, size, MPI_COMM_WORLD);
 }
 
 int main(int argc, char** argv) {
@@ -94,11 +101,16 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int calls = 100, pause_us = 3000, first_size = 1, known = 1;
+  int calls = 100, pause_us = 3000, first_size = 1, known = 1, control = 0;
   enum Collective collective = kAllReduce;
   while (first_size + 1 < argc && strncmp(argv[first_size], "--", 2) == 0) {
     if (strcmp(argv[first_size], "--calls") == 0) calls = atoi(argv[first_size + 1]);
     if (strcmp(argv[first_size], "--pause-us") == 0) pause_us = atoi(argv[first_size + 1]);
+    if (strcmp(argv[first_size], "--control") == 0) {  // a flag: no value
+      control = 1;
+      first_size += 1;
+      continue;
+    }
     if (strcmp(argv[first_size], "--collective") == 0) {
       known = 0;
       for (int c = kAllReduce; c <= kReduceScatter; ++c) {
@@ -114,7 +126,7 @@ int main(int argc, char** argv) {
     if (rank == 0)
       fprintf(stderr,
               "usage: multihost_call_times [--calls N] [--pause-us US] [--collective "
-              "allreduce|broadcast|reduce|allgather|reducescatter] SIZE...\n");
+              "allreduce|broadcast|reduce|allgather|reducescatter] [--control] SIZE...\n");
     MPI_Finalize();
     return 2;
   }
@@ -123,6 +135,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "blinkCommInitFromMPI: %s\n", blinkGetLastError());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  MPI_Comm control_comm = MPI_COMM_NULL;  // --control: PMPI on a duplicate in Blink's place
+  PMPI_Comm_dup(MPI_COMM_WORLD, &control_comm);
   double* times[2] = {malloc(sizeof(double) * (size_t)calls),
                       malloc(sizeof(double) * (size_t)calls)};
   if (rank == 0) printf("impl,bytes,calls,min_us,median_us,wrong\n");
@@ -143,7 +157,9 @@ int main(int argc, char** argv) {
         usleep((useconds_t)pause_us);
         PMPI_Barrier(MPI_COMM_WORLD);
         const double start = MPI_Wtime();
-        if (impl == 0) {
+        if (impl == 0 && control) {
+          callMpiOn(collective, in, out[0], count, size, control_comm);
+        } else if (impl == 0) {
           callBlink(collective, in, out[0], count, size, comm);
         } else {
           callMpi(collective, in, out[1], count, size);
@@ -174,6 +190,7 @@ int main(int argc, char** argv) {
   free(times[0]);
   free(times[1]);
   blinkCommDestroy(comm);
+  PMPI_Comm_free(&control_comm);
   MPI_Finalize();
   return 0;
 }

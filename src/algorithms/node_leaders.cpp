@@ -41,6 +41,16 @@ NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layou
     first_block_[static_cast<std::size_t>(n) + 1] =
         first_block_[static_cast<std::size_t>(n)] + static_cast<std::size_t>(ranks_on_[n]);
   }
+  every_node_alone_ = nodes_ == static_cast<int>(layout_.node_of_rank.size());
+  equal_nodes_ = std::all_of(ranks_on_.begin(), ranks_on_.end(),
+                             [&](int ranks) { return ranks == ranks_on_[0]; });
+  ranks_in_node_order_ = true;
+  for (std::size_t r = 0; r < layout_.node_of_rank.size(); ++r) {
+    const auto n = static_cast<std::size_t>(layout_.node_of_rank[r]);
+    if (first_block_[n] + static_cast<std::size_t>(layout_.local_rank_of_rank[r]) != r) {
+      ranks_in_node_order_ = false;
+    }
+  }
   // Allocated once: fresh pages cost a fault each, slower than a small call.
   work_a_.resize(capacity_);
   work_b_.resize(capacity_);
@@ -88,6 +98,12 @@ void NodeLeaders::useMpi(plan::Collective collective, bool use) {
     throw Error(blinkInternalError, "node leaders: MPI among the leaders without their comm");
   }
   use_mpi_[static_cast<std::size_t>(collective)] = use;
+}
+
+int NodeLeaders::elements(std::size_t bytes) const {
+  int element = 1;
+  PMPI_Type_size(mpi_reduction_.type, &element);
+  return static_cast<int>(bytes / static_cast<std::size_t>(element));
 }
 
 void NodeLeaders::mpiDone(int status, const char* what) const {
@@ -271,6 +287,12 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
                             const Combine& combine, MpiReduction mpi) {
   begin(plan::Collective::AllReduce, "AllReduce", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
+  if (shape_ == Shape::Mpi && alone()) {  // MPI's call on the caller's own buffers
+    mpiDone(PMPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, elements(bytes), mpi.type, mpi.op,
+                           leaders_comm_),
+            "MPI_Allreduce");
+    return;
+  }
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
@@ -293,10 +315,22 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
   const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
   begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
+  if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {
+    // The leaders' comm is the comm: MPI's call on the caller's buffers (in place,
+    // MPI's convention is Blink's: the input in `out`, the block at its start).
+    mpiDone(PMPI_Reduce_scatter_block(in == out ? MPI_IN_PLACE : in, out, elements(block_bytes),
+                                      mpi.type, mpi.op, leaders_comm_),
+            "MPI_Reduce_scatter_block");
+    return;
+  }
   if (alone()) {
     std::memcpy(work_a_.data(), in, bytes);
   } else {
     board_->reduce(in, work_a_.data(), bytes, combine, 0);
+  }
+  if (shape_ == Shape::Mpi) {
+    mpiReduceScatter(out, block_bytes);
+    return;
   }
   const std::size_t mine = static_cast<std::size_t>(layout_.rank) * block_bytes;
   const std::byte* result = leader() ? leadersAllReduce(work_a_.data(), bytes, combine) : nullptr;
@@ -304,6 +338,49 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
     std::memmove(out, result + mine, block_bytes);
   } else {  // each rank takes its own block of the leader's result
     board_->scatter(result, bytes, out, mine, block_bytes, 0);
+  }
+}
+
+void NodeLeaders::mpiReduceScatter(std::byte* out, std::size_t block_bytes) {
+  // MPI's reduce-scatter among the leaders gives each leader only its node's blocks
+  // (an AllReduce of the whole buffer, as the other shapes do, moves and sums the
+  // other nodes' blocks too); equal nodes take the block form. It splits its input in node order,
+  // so the blocks go in node order first where the ranks of a node are not consecutive in the comm.
+  const std::size_t node_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
+  if (leader()) {
+    const std::byte* in = work_a_.data();
+    if (!ranks_in_node_order_) {
+      for (std::size_t r = 0; r < layout_.node_of_rank.size(); ++r) {
+        const auto n = static_cast<std::size_t>(layout_.node_of_rank[r]);
+        const std::size_t at =
+            first_block_[n] + static_cast<std::size_t>(layout_.local_rank_of_rank[r]);
+        std::memcpy(work_b_.data() + at * block_bytes, in + r * block_bytes, block_bytes);
+      }
+      in = work_b_.data();
+    }
+    int element = 1;
+    PMPI_Type_size(mpi_reduction_.type, &element);
+    const auto per_element = static_cast<std::size_t>(element);
+    gather_counts_.resize(static_cast<std::size_t>(nodes_));
+    for (std::size_t n = 0; n < gather_counts_.size(); ++n) {
+      gather_counts_[n] =
+          static_cast<int>(static_cast<std::size_t>(ranks_on_[n]) * block_bytes / per_element);
+    }
+    if (equal_nodes_) {  // the block form, as tuned as MPI_Allgather is against its v form
+      mpiDone(PMPI_Reduce_scatter_block(in, packed_.data(), gather_counts_[0], mpi_reduction_.type,
+                                        mpi_reduction_.op, leaders_comm_),
+              "MPI_Reduce_scatter_block");
+    } else {
+      mpiDone(PMPI_Reduce_scatter(in, packed_.data(), gather_counts_.data(), mpi_reduction_.type,
+                                  mpi_reduction_.op, leaders_comm_),
+              "MPI_Reduce_scatter");
+    }
+  }
+  if (alone()) {
+    std::memcpy(out, packed_.data(), block_bytes);
+  } else {  // the node's blocks are in local rank order
+    board_->scatter(leader() ? packed_.data() : nullptr, node_bytes, out,
+                    static_cast<std::size_t>(local_rank_) * block_bytes, block_bytes, 0);
   }
 }
 
@@ -363,6 +440,13 @@ void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
   const auto r = static_cast<std::size_t>(root);
   const int root_node = layout_.node_of_rank[r];
   const int speaker = call_leader_[static_cast<std::size_t>(node_)];
+  if (shape_ == Shape::Mpi && alone()) {  // MPI's call on the caller's own buffers
+    const bool root_here = layout_.rank == root;
+    mpiDone(PMPI_Reduce(root_here && in == out ? MPI_IN_PLACE : in, root_here ? out : nullptr,
+                        elements(bytes), mpi.type, mpi.op, root_node, leaders_comm_),
+            "MPI_Reduce");
+    return;
+  }
   std::byte* acc = work_a_.data();
   if (alone()) {
     std::memcpy(acc, in, bytes);
@@ -438,6 +522,14 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
   const std::size_t bytes = ranks * block_bytes;
   begin(plan::Collective::AllGather, "AllGather", bytes);
   block_bytes_ = block_bytes;
+  if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {
+    const bool in_place = in == out + static_cast<std::size_t>(layout_.rank) * block_bytes;
+    const int count = static_cast<int>(block_bytes);
+    mpiDone(PMPI_Allgather(in_place ? MPI_IN_PLACE : in, count, MPI_BYTE, out, count, MPI_BYTE,
+                           leaders_comm_),
+            "MPI_Allgather");
+    return;
+  }
   if (!leader()) {
     board_->gather(in, nullptr, block_bytes, 0);
     board_->broadcast(nullptr, out, bytes, 0);
@@ -461,9 +553,17 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
       gather_counts_[n] = static_cast<int>(static_cast<std::size_t>(ranks_on_[n]) * block_bytes);
       gather_displs_[n] = static_cast<int>(first_block_[n] * block_bytes);
     }
-    mpiDone(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, gather_counts_.data(),
-                            gather_displs_.data(), MPI_BYTE, leaders_comm_),
-            "MPI_Allgatherv");
+    // Equal nodes take MPI_Allgather: MPI libraries tune it more than the v form
+    // (Open MPI's small Allgatherv on a few ranks is a ring, its Allgather not).
+    if (equal_nodes_) {
+      mpiDone(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_BYTE, all, gather_counts_[0], MPI_BYTE,
+                             leaders_comm_),
+              "MPI_Allgather");
+    } else {
+      mpiDone(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, all, gather_counts_.data(),
+                              gather_displs_.data(), MPI_BYTE, leaders_comm_),
+              "MPI_Allgatherv");
+    }
   } else if (shape_ == Shape::ViaFirstLeader && node_ != 0) {
     exchange(0, own, own_bytes, -1, nullptr, 0);
     exchange(-1, nullptr, 0, 0, all, bytes);

@@ -31,8 +31,12 @@
 // Its wait is MPI's own (no Blink deadline). In a rooted call (Broadcast,
 // Reduce) the root itself speaks for its node, so no board phase carries the data
 // between it and its leader. In ReduceScatter each rank takes its block from the
-// leader's result on the board. Messages travel on the transport between nodes
-// (transport.hpp streams, one channel of their own), so they take UCX or PMPI as the
+// leader's result on the board. The Mpi way gives each leader only its node's blocks
+// (MPI_Reduce_scatter); equal nodes take MPI_Allgather and MPI_Reduce_scatter_block,
+// not the v forms; a rank alone on its node hands MPI the caller's buffers; so a job
+// of one rank per node makes exactly the MPI call it replaces, and the leaders' price
+// is measured (runtime/algorithm_choice.hpp). Messages travel on the transport
+// between nodes (transport.hpp streams, one channel of their own), so they take UCX or PMPI as the
 // plans' streams do; where the transport moves a round at once (PMPI: one
 // MPI_Testsome per poll for all its messages, not one MPI_Test each), a round goes
 // that way.
@@ -190,6 +194,10 @@ class NodeLeaders {
   // `mpi_fits`: the Mpi way can serve this call (every rank the same).
   void begin(plan::Collective collective, const char* name, std::size_t bytes,
              bool mpi_fits = true);
+  // ReduceScatter the Mpi way, from the node's sum in work_a_ (on the leader).
+  void mpiReduceScatter(std::byte* out, std::size_t block_bytes);
+  // Elements of the reduction's MPI type in `bytes`.
+  int elements(std::size_t bytes) const;
   // Throws where a PMPI_* call among the leaders failed.
   void mpiDone(int status, const char* what) const;
   // Who speaks for each node between nodes in this call: its leader, but the root
@@ -204,6 +212,9 @@ class NodeLeaders {
   std::vector<int> call_leader_;          // who speaks for each node in this call
   std::vector<int> ranks_on_;             // ranks of each node
   std::vector<std::size_t> first_block_;  // each node's first block in node order
+  bool equal_nodes_ = true;               // every node has as many ranks
+  bool every_node_alone_ = false;         // one rank per node: the leaders' comm is the comm
+  bool ranks_in_node_order_ = true;       // rank r is block r in node order
   std::size_t block_bytes_ = 0;           // of the AllGather in progress
   std::size_t capacity_ = 0;
   double timeout_seconds_ = 300.0;

@@ -92,8 +92,9 @@ const std::vector<Variable>& registry() {
        "Set it alike on every rank."},
       {"BLINK_LEADERS_MPI", Kind::Choice, "0|1", "1",
        "1: on a communicator across nodes, the node leaders' round may hand a collective to "
-       "the MPI library's own (PMPI_* among the leaders, between the boards) where that is "
-       "measured faster than Blink's own shape when the leaders are set up; INFO and explain "
+       "the MPI library's own (PMPI_* among the leaders, between the boards) unless that is "
+       "measured more than 5% slower than Blink's own shape when the leaders are set up; INFO and "
+       "explain "
        "say which collectives it took. 0: never. Set it alike on every rank."},
       {"BLINK_PACE_PIECE_BYTES", Kind::Integer, "1024..1073741824", "32768",
        "With BLINK_PACE_BETWEEN_NODES=1, the pieces paced messages travel in. Above the "

@@ -134,6 +134,7 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
   }
   // Across nodes: the board on each node and rounds between the nodes' leaders.
   CandidateTime leaders{Algorithm::Leaders, -1.0, ""};
+  std::string leaders_note;
   if (!node.leaders) {
     leaders.why_not = node.leaders_off;
   } else if (call.bytes > node.board_capacity) {
@@ -142,6 +143,20 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
   } else {
     leaders.seconds = algorithms::NodeLeaders::predictSeconds(topology, call.collective, call.bytes,
                                                               call.root_plan, leaders.why_not);
+    const auto& measured = node.leaders_measured[static_cast<std::size_t>(call.collective)];
+    std::string ignored;
+    const double modeled_reference =
+        measured.seconds < 0.0
+            ? -1.0
+            : algorithms::NodeLeaders::predictSeconds(topology, call.collective, measured.bytes,
+                                                      call.root_plan, ignored);
+    if (leaders.seconds >= 0.0 && modeled_reference >= 0.0) {
+      std::ostringstream note;
+      note << "leaders measured " << microseconds(measured.seconds) << " at " << measured.bytes
+           << " bytes at set-up, where the model says " << microseconds(modeled_reference);
+      leaders_note = note.str();
+      leaders.seconds = measured.seconds + std::max(0.0, leaders.seconds - modeled_reference);
+    }
   }
   choice.candidates = {board, direct, leaders};
 
@@ -208,6 +223,7 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
         << (c.seconds >= 0.0 ? microseconds(c.seconds) : "n/a: " + c.why_not);
   }
   if (!forced_note.empty()) why << "; " << forced_note;
+  if (!leaders_note.empty()) why << "; " << leaders_note;
   choice.why = why.str();
   return choice;
 }

@@ -57,6 +57,16 @@ struct NodeAlgorithms {
   // Across nodes: each node's board (board_capacity) and streams between the leaders.
   bool leaders = false;  // false: leaders_off says why
   std::string leaders_off;
+  // What a call through the leaders took when measured at their set-up, by
+  // plan::Collective (seconds < 0: not measured): its fixed cost then comes from the
+  // measurement, not from the route's table latency, which can be several times off
+  // (a 1 Gbit/s class link is priced 10 us a message; between emulated hosts a whole
+  // 8-byte AllReduce takes 5-7 us). Only the model's growth with the size is added.
+  struct Measured {
+    double seconds = -1.0;
+    std::uint64_t bytes = 0;  // the call's size (AllGather, ReduceScatter: the whole buffer)
+  };
+  std::array<Measured, 5> leaders_measured{};
 };
 
 struct CandidateTime {

@@ -120,8 +120,10 @@ class Communicator {
   // 8-byte AllReduces timed in each shape at set-up, the same on every rank.
   void chooseLeadersShapes();
   // Where BLINK_LEADERS_MPI allows it, each collective whose 8-byte calls through the
-  // leaders are measured faster with MPI's own collective among the leaders than in
-  // Blink's shape takes MPI's (the same on every rank); returns the times, for the note.
+  // leaders are measured no more than 5% slower with MPI's own collective among the
+  // leaders than in Blink's shape takes MPI's (the same on every rank), and the time of
+  // the way chosen prices the leaders from then on (node_.leaders_measured); returns
+  // the times, for the note.
   std::string chooseLeadersMpi();
   // The node leaders' algorithm over `between` on this communicator's board and layout.
   std::unique_ptr<algorithms::NodeLeaders> makeNodeLeaders(Transport& between) const;

@@ -62,12 +62,13 @@ std::string Communicator::explain() const {
         << layout_.num_nodes
         << " node leaders (one round, log rounds or via the first leader; on three nodes or "
            "more the cheapest under a round's and a message's cost measured at set-up; or, where "
-           "BLINK_LEADERS_MPI allows and it measures faster at set-up, MPI's own collective "
+           "BLINK_LEADERS_MPI allows and it measures no more than 5% slower at set-up, MPI's own "
+           "collective "
            "among the leaders) over "
         << (leaders_between_ != nullptr ? leaders_between_->name() : between_nodes_->name())
         << (leaders_note_.empty() ? "" : " (" + leaders_note_ + ")")
         << (rounds_alternative_ != nullptr && !leaders_
-                ? " (ucx or pmpi, whichever is measured faster when they are set up)"
+                ? " (pmpi unless ucx is measured more than 5% faster when they are set up)"
                 : "")
         << ", then the board again" << (leaders_ ? "" : ", not set up yet") << "\n";
   } else {

@@ -1,5 +1,6 @@
 // Communicator: how each call runs, decided collectively at its first use and
 // cached (see communicator.hpp), and the node algorithms a decision sets up.
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -20,6 +21,10 @@ using communicator_detail::fnv1a;
 // Enough for every size a training loop or benchmark sweep uses; the oldest plan
 // goes first (every rank makes the same calls, so every rank evicts the same one).
 constexpr std::size_t kMaxCachedPlans = 64;
+
+// Set-up measurements closer than this fraction are ties (between emulated hosts the
+// same configuration measured twice differs by up to ~5%).
+constexpr double kMeasuredTie = 0.05;
 
 }  // namespace
 
@@ -83,6 +88,14 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
                                 std::to_string(bytes) +
                                 " bytes: every rank must see the same BLINK_* settings and "
                                 "topology");
+    }
+    if (runsPlan(cp.algorithm) && !on_device && node_.leaders && !leaders_ &&
+        bytes <= node_.board_capacity && !forced_.forced(c)) {
+      // A plan won a call the leaders could take on the model alone: set them up,
+      // which measures what their calls take here, and decide again with that
+      // (algorithm_choice.hpp). After the agreement, so every rank does it.
+      ensureLeaders();
+      continue;
     }
     if (runsPlan(cp.algorithm) || ensureNodeAlgorithm(cp.algorithm)) break;
     // The board or the direct path could not be made (on every rank): choose again.
@@ -278,7 +291,10 @@ void Communicator::chooseLeadersTransport() {
                   "measuring the leaders' rounds");
   const double us[2] = {slowest[0] * 1e6 / (kBlocks * kCallsPerBlock),
                         slowest[1] * 1e6 / (kBlocks * kCallsPerBlock)};
-  const bool alternative_faster = us[1] < us[0];
+  // PMPI unless UCX is measurably faster: within the measurement's noise PMPI's
+  // rounds cost less around them (no hand-back of UCX's workers to their thread at
+  // the end of every call), which 40 calls do not resolve.
+  const bool alternative_faster = us[1] < us[0] * (1.0 + kMeasuredTie);
   std::ostringstream note;
   note.precision(3);
   note << "measured at set-up, an 8-byte AllReduce through the leaders: " << between_nodes_->name()
@@ -404,10 +420,19 @@ std::string Communicator::chooseLeadersMpi() {
   for (std::size_t c = 0; c < collectives.size(); ++c) {
     const double own = slowest[2 * c] * 1e6 / (kBlocks * kCallsPerBlock);
     const double mpi = slowest[2 * c + 1] * 1e6 / (kBlocks * kCallsPerBlock);
-    leaders_->useMpi(collectives[c], mpi < own);
+    // MPI's own where not measurably slower: a call the MPI way is the MPI library's
+    // call with the least of Blink around it, and 40 calls do not resolve a few percent.
+    const bool use_mpi = mpi < own * (1.0 + kMeasuredTie);
+    leaders_->useMpi(collectives[c], use_mpi);
+    // What a call of this size takes the way now chosen: the leaders' price from
+    // here on (algorithm_choice.hpp). Every rank has the same slowest times.
+    const bool whole =
+        collectives[c] == Collective::AllGather || collectives[c] == Collective::ReduceScatter;
+    node_.leaders_measured[static_cast<std::size_t>(collectives[c])] = {
+        (use_mpi ? mpi : own) * 1e-6, whole ? ranks * kBlock : kBlock};
     note << (c == 0 ? " " : ", ") << plan::toString(collectives[c]) << " " << own << " / " << mpi
          << " us";
-    if (mpi < own) taken += (taken.empty() ? "" : ", ") + plan::toString(collectives[c]);
+    if (use_mpi) taken += (taken.empty() ? "" : ", ") + plan::toString(collectives[c]);
   }
   note << "; MPI's own takes: " << (taken.empty() ? "none" : taken);
   return note.str();

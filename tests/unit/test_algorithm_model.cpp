@@ -148,6 +148,50 @@ TEST(AlgorithmChoice, SmallCallsAcrossNodesTakeTheNodeLeaders) {
   EXPECT_NE(one.why.find("leaders n/a: the ranks share one node"), std::string::npos) << one.why;
 }
 
+// Measured at the leaders' set-up, a call's fixed cost replaces the model's; the
+// model's growth with the size stays, and the plans are priced as before.
+TEST(AlgorithmChoice, TheLeadersMeasuredPriceReplacesTheModelsFixedCost) {
+  runtime::NodeAlgorithms node;
+  node.board_capacity = 32768;
+  node.leaders = true;
+  const topo::Topology t = hostRanksOnNodes({1, 1});
+  const auto c = plan::Collective::ReduceScatter;
+  auto leadersSeconds = [](const runtime::AlgorithmChoice& choice) {
+    for (const auto& candidate : choice.candidates) {
+      if (candidate.algorithm == Algorithm::Leaders) return candidate.seconds;
+    }
+    return -1.0;
+  };
+  const auto modeled_small = runtime::chooseAlgorithm({c, 16, 0}, t, node, {}, {});
+  const auto modeled_large = runtime::chooseAlgorithm({c, 4096, 0}, t, node, {}, {});
+  const double growth = leadersSeconds(modeled_large) - leadersSeconds(modeled_small);
+  ASSERT_GT(leadersSeconds(modeled_small), 0.0);
+  ASSERT_GE(growth, 0.0);
+
+  node.leaders_measured[static_cast<std::size_t>(c)] = {2e-6, 16};
+  const auto measured = runtime::chooseAlgorithm({c, 4096, 0}, t, node, {}, {});
+  EXPECT_NEAR(leadersSeconds(measured), 2e-6 + growth, 1e-12) << measured.why;
+  EXPECT_EQ(measured.algorithm, Algorithm::Leaders) << measured.why;
+  EXPECT_NE(measured.why.find("leaders measured 2 us at 16 bytes at set-up"), std::string::npos)
+      << measured.why;
+  // A plan's prediction is untouched; leaders measured slower than it lose.
+  node.leaders_measured[static_cast<std::size_t>(c)] = {1.0, 16};
+  const auto slow = runtime::chooseAlgorithm({c, 4096, 0}, t, node, {}, {});
+  EXPECT_NE(slow.algorithm, Algorithm::Leaders) << slow.why;
+  for (const auto& candidate : slow.candidates) {
+    if (candidate.algorithm == Algorithm::Leaders) continue;
+    for (const auto& before : modeled_large.candidates) {
+      if (before.algorithm == candidate.algorithm) {
+        EXPECT_EQ(before.seconds, candidate.seconds);
+      }
+    }
+  }
+  // Another collective's measurement does not apply.
+  const auto other =
+      runtime::chooseAlgorithm({plan::Collective::AllReduce, 4096, 0}, t, node, {}, {});
+  EXPECT_EQ(other.why.find("leaders measured"), std::string::npos) << other.why;
+}
+
 TEST(NodeLeaders, RoundsBetweenNodes) {
   using algorithms::NodeLeaders;
   EXPECT_EQ(NodeLeaders::rounds(plan::Collective::AllReduce, 1), 0);
