@@ -5,8 +5,13 @@
  * warm-ups, and in the best of ten chunks of ITERS/10 calls. Run it natively and
  * under LD_PRELOAD of libblink_mpi.so (perf/run_small_calls.sh). Rank 0 prints CSV:
  * call,bytes,time_us,best_us.
+ * With --both, each call is also made through its PMPI_* entry (the MPI library's
+ * own, under the preload too), chunk by chunk alternated with the MPI_* one in the
+ * same job (the order swapped every other chunk), so both see the same machine and
+ * the same set-up; rank 0 then prints impl,call,bytes,time_us,best_us with impl
+ * "blink" (MPI_*, interposed under the preload) and "mpi" (PMPI_*).
  *
- * Usage: mpi_small_calls [-n ITERS] */
+ * Usage: mpi_small_calls [-n ITERS] [--both] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +42,72 @@ enum { CHUNKS = 10 };
     (BEST) = best_ * 1e6 / per_;                                                 \
   } while (0)
 
+/* --both: A (MPI_*) and B (PMPI_*) in alternated chunks, each as TIME_CALLS times. */
+#define TIME_BOTH(A, B, MEAN, BEST)                                                \
+  do {                                                                             \
+    for (int w_ = 0; w_ < g_iters / 10; ++w_) {                                    \
+      A;                                                                           \
+      B;                                                                           \
+    }                                                                              \
+    const int per_ = g_iters / CHUNKS;                                             \
+    double sum_[2] = {0, 0}, best_[2] = {1e30, 1e30};                              \
+    for (int c_ = 0; c_ < CHUNKS; ++c_) {                                          \
+      for (int k_ = 0; k_ < 2; ++k_) {                                             \
+        const int impl_ = (c_ & 1) ? 1 - k_ : k_;                                  \
+        PMPI_Barrier(MPI_COMM_WORLD);                                              \
+        double t0_ = MPI_Wtime();                                                  \
+        if (impl_ == 0) {                                                          \
+          for (int i_ = 0; i_ < per_; ++i_) A;                                     \
+        } else {                                                                   \
+          for (int i_ = 0; i_ < per_; ++i_) B;                                     \
+        }                                                                          \
+        double mine_ = MPI_Wtime() - t0_, slowest_ = 0;                            \
+        PMPI_Allreduce(&mine_, &slowest_, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD); \
+        sum_[impl_] += slowest_;                                                   \
+        if (slowest_ < best_[impl_]) best_[impl_] = slowest_;                      \
+      }                                                                            \
+    }                                                                              \
+    for (int i_ = 0; i_ < 2; ++i_) {                                               \
+      (MEAN)[i_] = sum_[i_] * 1e6 / ((double)per_ * CHUNKS);                       \
+      (BEST)[i_] = best_[i_] * 1e6 / per_;                                         \
+    }                                                                              \
+  } while (0)
+
+/* Rank 0 prints one measurement (both of them with --both). */
+static void report(int rank, int both, const char* call, int bytes, const double* mean,
+                   const double* best) {
+  if (rank != 0) return;
+  if (!both) {
+    printf("%s,%d,%.3f,%.3f\n", call, bytes, mean[0], best[0]);
+    return;
+  }
+  printf("blink,%s,%d,%.3f,%.3f\n", call, bytes, mean[0], best[0]);
+  printf("mpi,%s,%d,%.3f,%.3f\n", call, bytes, mean[1], best[1]);
+}
+
+/* Times MPI_CALL alone, or with --both against PMPI_CALL. */
+#define MEASURE(MPI_CALL, PMPI_CALL, NAME, BYTES) \
+  do {                                            \
+    double m_[2] = {0, 0}, b_[2] = {0, 0};        \
+    if (both) {                                   \
+      TIME_BOTH(MPI_CALL, PMPI_CALL, m_, b_);     \
+    } else {                                      \
+      TIME_CALLS(MPI_CALL, m_[0], b_[0]);         \
+    }                                             \
+    report(rank, both, NAME, BYTES, m_, b_);      \
+  } while (0)
+
 int main(int argc, char** argv) {
+  int both = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-n") && i + 1 < argc) {
       g_iters = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--both")) {
+      both = 1;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("Usage: mpi_small_calls [-n ITERS]   (default 20000 calls per measurement)\n");
+      printf(
+          "Usage: mpi_small_calls [-n ITERS] [--both]   (default 20000 calls per measurement;\n"
+          "  --both: MPI_* and PMPI_* alternated chunk by chunk in this job)\n");
       return 0;
     } else {
       fprintf(stderr, "mpi_small_calls: bad argument '%s' (see --help)\n", argv[i]);
@@ -58,13 +123,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long long in[4] = {0x0f0f0f0f0f0f0f0fLL ^ rank, -1LL - rank, rank, 1LL << rank}, out[4];
-  double t = 0, best = 0;
-  if (rank == 0) printf("call,bytes,time_us,best_us\n");
+  if (rank == 0)
+    printf(both ? "impl,call,bytes,time_us,best_us\n" : "call,bytes,time_us,best_us\n");
   for (int words = 1; words <= 4; words *= 4) {
-    TIME_CALLS(MPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BAND, MPI_COMM_WORLD), t, best);
-    if (rank == 0) printf("allreduce_band,%d,%.3f,%.3f\n", words * 8, t, best);
-    TIME_CALLS(MPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BOR, MPI_COMM_WORLD), t, best);
-    if (rank == 0) printf("allreduce_bor,%d,%.3f,%.3f\n", words * 8, t, best);
+    MEASURE(MPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BAND, MPI_COMM_WORLD),
+            PMPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BAND, MPI_COMM_WORLD),
+            "allreduce_band", words * 8);
+    MEASURE(MPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BOR, MPI_COMM_WORLD),
+            PMPI_Allreduce(in, out, words, MPI_LONG_LONG_INT, MPI_BOR, MPI_COMM_WORLD),
+            "allreduce_bor", words * 8);
   }
   /* Allgatherv: rank r sends 40 + 8 r bytes. */
   int* counts = (int*)malloc(sizeof(int) * (size_t)size);
@@ -77,12 +144,11 @@ int main(int argc, char** argv) {
   }
   char* send = (char*)calloc((size_t)counts[rank], 1);
   char* recv = (char*)calloc((size_t)total, 1);
-  TIME_CALLS(
+  MEASURE(
       MPI_Allgatherv(send, counts[rank], MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD),
-      t, best);
-  if (rank == 0) printf("allgatherv,%d,%.3f,%.3f\n", total, t, best);
-  TIME_CALLS(MPI_Barrier(MPI_COMM_WORLD), t, best);
-  if (rank == 0) printf("barrier,0,%.3f,%.3f\n", t, best);
+      PMPI_Allgatherv(send, counts[rank], MPI_BYTE, recv, counts, displs, MPI_BYTE, MPI_COMM_WORLD),
+      "allgatherv", total);
+  MEASURE(MPI_Barrier(MPI_COMM_WORLD), PMPI_Barrier(MPI_COMM_WORLD), "barrier", 0);
   free(counts);
   free(displs);
   free(send);

@@ -125,6 +125,14 @@ class Communicator {
   // the way chosen prices the leaders from then on (node_.leaders_measured); returns
   // the times, for the note.
   std::string chooseLeadersMpi();
+  // After kLeadersSteadyCalls calls through the leaders, their shapes and MPI's way
+  // are measured again (the set-up's times are taken while the job starts: UCX's
+  // wire-up, first touches, the other ranks' own set-up, and were seen 2-4x off), and
+  // the small calls' decisions are made again with the new times.
+  static constexpr std::uint64_t kLeadersSteadyCalls = 64;
+  void measureLeadersAgain();
+  // Drops the cached decisions of calls the leaders could take (every rank alike).
+  void forgetSmallDecisions();
   // The node leaders' algorithm over `between` on this communicator's board and layout.
   std::unique_ptr<algorithms::NodeLeaders> makeNodeLeaders(Transport& between) const;
   // Runs the cached plan on `work`. `input`, when not null, holds this rank's input in
@@ -176,8 +184,10 @@ class Communicator {
   Transport* rounds_alternative_ = nullptr;  // pmpi, measured against it for the leaders' rounds
   Transport* leaders_between_ = nullptr;     // what the leaders' rounds take (set up with them)
   std::string leaders_note_;                 // why, for INFO and explain
-  bool leaders_mpi_ = true;                  // BLINK_LEADERS_MPI is not 0
-  MPI_Comm leaders_comm_ = MPI_COMM_NULL;    // the node leaders (rank = node), for it
+  std::uint64_t leaders_calls_ = 0;        // run through the leaders, up to the second measurement
+  bool small_decisions_stale_ = false;     // measured again: decide the small calls again
+  bool leaders_mpi_ = true;                // BLINK_LEADERS_MPI is not 0
+  MPI_Comm leaders_comm_ = MPI_COMM_NULL;  // the node leaders (rank = node), for it
   std::string between_note_;         // why between_nodes_ is what it is, and its NICs, for explain
   bool pace_between_nodes_ = false;  // BLINK_PACE_BETWEEN_NODES=1
   std::size_t pace_piece_bytes_ = transport::kPacedPieceBytes;  // BLINK_PACE_PIECE_BYTES

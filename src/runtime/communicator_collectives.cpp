@@ -107,6 +107,9 @@ void Communicator::runLeaders(Body&& body) {
     } else {
       settleTransports();
     }
+    if (leaders_calls_ < kLeadersSteadyCalls && ++leaders_calls_ == kLeadersSteadyCalls) {
+      measureLeadersAgain();
+    }
   });
 }
 

@@ -2,7 +2,10 @@
 // cached (see communicator.hpp), and the node algorithms a decision sets up.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -26,6 +29,39 @@ constexpr std::size_t kMaxCachedPlans = 64;
 // same configuration measured twice differs by up to ~5%).
 constexpr double kMeasuredTie = 0.05;
 
+// Set-up timings: `ways` candidates run in turn, kTimedBlocks blocks of kCallsPerBlock
+// calls each after kWarmUpCalls each, the order rotating by block. Each way's time is
+// the median over its blocks of the slowest rank's seconds per call: one block that a
+// scheduler hiccup hit does not decide (as it did when the blocks were summed). Every
+// rank gets the same times.
+std::vector<double> timeInTurn(std::size_t ways,
+                               const std::function<void(std::size_t way, int calls)>& run,
+                               MPI_Comm comm, double timeout_seconds, const std::string& what) {
+  constexpr int kWarmUpCalls = 20, kTimedBlocks = 8, kCallsPerBlock = 5;
+  constexpr auto blocks = static_cast<std::size_t>(kTimedBlocks);
+  for (std::size_t way = 0; way < ways; ++way) run(way, kWarmUpCalls);
+  std::vector<double> mine(ways * blocks, 0.0), slowest(mine.size(), 0.0);
+  for (std::size_t block = 0; block < blocks; ++block) {
+    for (std::size_t k = 0; k < ways; ++k) {
+      const std::size_t way = (k + block) % ways;
+      const auto start = std::chrono::steady_clock::now();
+      run(way, kCallsPerBlock);
+      mine[way * blocks + block] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+          kCallsPerBlock;
+    }
+  }
+  allreduceWithin(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                  comm, timeout_seconds, what);
+  std::vector<double> medians(ways, 0.0);
+  for (std::size_t way = 0; way < ways; ++way) {
+    const auto first = slowest.begin() + static_cast<std::ptrdiff_t>(way * blocks);
+    std::sort(first, first + kTimedBlocks);
+    medians[way] = (first[kTimedBlocks / 2 - 1] + first[kTimedBlocks / 2]) / 2.0;
+  }
+  return medians;
+}
+
 }  // namespace
 
 Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uint64_t bytes,
@@ -34,6 +70,7 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
   const PlanKey key{static_cast<int>(c), bytes, element_size, root_plan, on_device};
   // Every call passes here, the board's sub-microsecond ones too: no allocation, no
   // scan, and for a repeated call not even the map.
+  if (small_decisions_stale_) forgetSmallDecisions();
   if (last_choice_ != nullptr && key == last_key_) return *last_choice_;
   if (auto it = cache_.find(key); it != cache_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.lru_position);
@@ -267,30 +304,20 @@ void Communicator::chooseLeadersTransport() {
     leaders_note_ = rounds_alternative_->name() + " could not be set up for them";
     return;
   }
-  // The cost of a round: 8-byte AllReduces through the leaders, each transport in
-  // turn (alternated blocks, after a warm-up), every rank's total the slowest's.
-  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
+  // The cost of a round: 8-byte AllReduces through the leaders over each transport
+  // in turn.
   std::byte in[8] = {}, out[8] = {};
   const Combine combine = [](std::byte* inout, const std::byte* incoming, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
   };
   algorithms::NodeLeaders* candidates[2] = {leaders_.get(), other.get()};
-  auto seconds = [&](algorithms::NodeLeaders& leaders, int calls) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) leaders.allReduce(in, out, sizeof in, combine);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  for (algorithms::NodeLeaders* leaders : candidates) seconds(*leaders, kWarmUp);
-  double spent[2] = {0.0, 0.0}, slowest[2] = {0.0, 0.0};
-  for (int block = 0; block < kBlocks; ++block) {
-    const int first = block % 2;
-    spent[first] += seconds(*candidates[first], kCallsPerBlock);
-    spent[1 - first] += seconds(*candidates[1 - first], kCallsPerBlock);
-  }
-  allreduceWithin(spent, slowest, 2, MPI_DOUBLE, MPI_MAX, comm_, timeout_s_,
-                  "measuring the leaders' rounds");
-  const double us[2] = {slowest[0] * 1e6 / (kBlocks * kCallsPerBlock),
-                        slowest[1] * 1e6 / (kBlocks * kCallsPerBlock)};
+  const std::vector<double> seconds = timeInTurn(
+      2,
+      [&](std::size_t way, int calls) {
+        for (int i = 0; i < calls; ++i) candidates[way]->allReduce(in, out, sizeof in, combine);
+      },
+      comm_, timeout_s_, "measuring the leaders' rounds");
+  const double us[2] = {seconds[0] * 1e6, seconds[1] * 1e6};
   // PMPI unless UCX is measurably faster: within the measurement's noise PMPI's
   // rounds cost less around them (no hand-back of UCX's workers to their thread at
   // the end of every call), which 40 calls do not resolve.
@@ -313,34 +340,23 @@ void Communicator::chooseLeadersTransport() {
 void Communicator::chooseLeadersShapes() {
   using Shape = algorithms::NodeLeaders::Shape;
   if (layout_.num_nodes < 3) return;  // two leaders: one exchange whatever the shape
-  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
   const auto shapes = algorithms::NodeLeaders::shapesFor(plan::Collective::AllReduce);
   std::byte in[8] = {}, out[8] = {};
   const Combine combine = [](std::byte* inout, const std::byte* incoming, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
   };
-  auto seconds = [&](Shape shape, int calls) {
-    leaders_->setShape(plan::Collective::AllReduce, shape);
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) leaders_->allReduce(in, out, sizeof in, combine);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  for (Shape shape : shapes) seconds(shape, kWarmUp);
-  std::vector<double> spent(shapes.size(), 0.0), slowest(shapes.size(), 0.0);
-  for (int block = 0; block < kBlocks; ++block) {  // alternated, the order rotating
-    for (std::size_t k = 0; k < shapes.size(); ++k) {
-      const std::size_t at = (k + static_cast<std::size_t>(block)) % shapes.size();
-      spent[at] += seconds(shapes[at], kCallsPerBlock);
-    }
-  }
-  allreduceWithin(spent.data(), slowest.data(), static_cast<int>(shapes.size()), MPI_DOUBLE,
-                  MPI_MAX, comm_, timeout_s_, "measuring the leaders' shapes");
+  std::vector<double> slowest = timeInTurn(
+      shapes.size(),
+      [&](std::size_t way, int calls) {
+        leaders_->setShape(plan::Collective::AllReduce, shapes[way]);
+        for (int i = 0; i < calls; ++i) leaders_->allReduce(in, out, sizeof in, combine);
+      },
+      comm_, timeout_s_, "measuring the leaders' shapes");
   leaders_between_->settle(timeout_s_);
   std::ostringstream note;
   note.precision(3);
   note << (leaders_note_.empty() ? "" : "; ") << "by shape:";
   for (std::size_t k = 0; k < shapes.size(); ++k) {
-    slowest[k] /= kBlocks * kCallsPerBlock;
     note << (k == 0 ? " " : ", ") << algorithms::NodeLeaders::toString(shapes[k]) << " "
          << slowest[k] * 1e6 << " us";
   }
@@ -364,9 +380,36 @@ void Communicator::chooseLeadersShapes() {
   leaders_note_ += note.str();
 }
 
+void Communicator::measureLeadersAgain() {
+  const std::string at_set_up = leaders_note_;
+  leaders_note_.clear();
+  chooseLeadersShapes();
+  if (leaders_mpi_) leaders_note_ += (leaders_note_.empty() ? "" : "; ") + chooseLeadersMpi();
+  if (layout_.rank == 0) {
+    BLINK_LOG(Info, "node leaders: measured again after "
+                        << kLeadersSteadyCalls << " calls through them: " << leaders_note_);
+  }
+  leaders_note_ = at_set_up + "; after " + std::to_string(kLeadersSteadyCalls) +
+                  " calls through them: " + leaders_note_;
+  small_decisions_stale_ = true;  // not here: the caller may still hold its decision
+}
+
+void Communicator::forgetSmallDecisions() {
+  small_decisions_stale_ = false;
+  last_choice_ = nullptr;
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    const bool small = std::get<1>(it->first) <= node_.board_capacity && !std::get<4>(it->first);
+    if (!small) {
+      ++it;
+      continue;
+    }
+    lru_.erase(it->second.lru_position);
+    it = cache_.erase(it);
+  }
+}
+
 std::string Communicator::chooseLeadersMpi() {
   using plan::Collective;
-  constexpr int kWarmUp = 5, kBlocks = 4, kCallsPerBlock = 10;
   constexpr std::size_t kBlock = 8;
   const auto ranks = static_cast<std::size_t>(layout_.size);
   std::vector<std::byte> in(ranks * kBlock), out(ranks * kBlock);
@@ -388,38 +431,32 @@ std::string Communicator::chooseLeadersMpi() {
         return leaders_->reduceScatter(in.data(), out.data(), kBlock, combine, bor);
     }
   };
-  auto seconds = [&](Collective collective, bool mpi, int calls) {
-    leaders_->useMpi(collective, mpi);
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) call(collective);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   const bool whole_fits = ranks * kBlock <= node_.board_capacity;
   std::vector<Collective> collectives = {Collective::Broadcast, Collective::Reduce,
                                          Collective::AllReduce};
   if (whole_fits) {
     collectives.insert(collectives.begin() + 2, {Collective::AllGather, Collective::ReduceScatter});
   }
-  // Per collective: Blink's shape, then MPI's, alternated.
-  std::vector<double> spent(2 * collectives.size(), 0.0), slowest(spent.size(), 0.0);
-  for (std::size_t c = 0; c < collectives.size(); ++c) {
-    for (bool mpi : {false, true}) seconds(collectives[c], mpi, kWarmUp);
-    for (int block = 0; block < kBlocks; ++block) {
-      const bool mpi_first = block % 2 == 1;
-      spent[2 * c + (mpi_first ? 1 : 0)] += seconds(collectives[c], mpi_first, kCallsPerBlock);
-      spent[2 * c + (mpi_first ? 0 : 1)] += seconds(collectives[c], !mpi_first, kCallsPerBlock);
-    }
+  // Per collective: Blink's shape (way 0) and MPI's (way 1) in turn.
+  std::vector<double> slowest;
+  for (const Collective collective : collectives) {
+    const std::vector<double> times = timeInTurn(
+        2,
+        [&](std::size_t way, int calls) {
+          leaders_->useMpi(collective, way == 1);
+          for (int i = 0; i < calls; ++i) call(collective);
+        },
+        comm_, timeout_s_, "measuring MPI's collectives among the leaders");
+    slowest.insert(slowest.end(), times.begin(), times.end());
   }
-  allreduceWithin(spent.data(), slowest.data(), static_cast<int>(spent.size()), MPI_DOUBLE, MPI_MAX,
-                  comm_, timeout_s_, "measuring MPI's collectives among the leaders");
   leaders_between_->settle(timeout_s_);
   std::ostringstream note;
   note.precision(3);
   note << "8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";
   std::string taken;
   for (std::size_t c = 0; c < collectives.size(); ++c) {
-    const double own = slowest[2 * c] * 1e6 / (kBlocks * kCallsPerBlock);
-    const double mpi = slowest[2 * c + 1] * 1e6 / (kBlocks * kCallsPerBlock);
+    const double own = slowest[2 * c] * 1e6;
+    const double mpi = slowest[2 * c + 1] * 1e6;
     // MPI's own where not measurably slower: a call the MPI way is the MPI library's
     // call with the least of Blink around it, and 40 calls do not resolve a few percent.
     const bool use_mpi = mpi < own * (1.0 + kMeasuredTie);
