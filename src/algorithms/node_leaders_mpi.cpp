@@ -1,0 +1,80 @@
+// NodeLeaders: the Mpi way, the MPI library's own collective among the node leaders
+// (node_leaders.hpp says when it is taken).
+#include <cstring>
+
+#include "algorithms/node_leaders.hpp"
+#include "common/error.hpp"
+
+namespace blink::algorithms {
+
+void NodeLeaders::setLeadersComm(MPI_Comm leaders) {
+  leaders_comm_ = leaders;
+  mpi_ready_ = true;
+}
+
+void NodeLeaders::useMpi(plan::Collective collective, bool use) {
+  if (use && !mpi_ready_) {
+    throw Error(blinkInternalError, "node leaders: MPI among the leaders without their comm");
+  }
+  use_mpi_[static_cast<std::size_t>(collective)] = use;
+}
+
+int NodeLeaders::elements(std::size_t bytes) const {
+  int element = 1;
+  PMPI_Type_size(mpi_reduction_.type, &element);
+  return static_cast<int>(bytes / static_cast<std::size_t>(element));
+}
+
+void NodeLeaders::mpiDone(int status, const char* what) const {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  PMPI_Error_string(status, text, &length);
+  throw Error(blinkSystemError, std::string("node leaders: ") + what + " among the leaders (" +
+                                    collective_ + "): " + text);
+}
+
+void NodeLeaders::mpiReduceScatter(std::byte* out, std::size_t block_bytes) {
+  // MPI's reduce-scatter among the leaders gives each leader only its node's blocks
+  // (an AllReduce of the whole buffer, as the other shapes do, moves and sums the
+  // other nodes' blocks too); equal nodes take the block form. It splits its input in node order,
+  // so the blocks go in node order first where the ranks of a node are not consecutive in the comm.
+  const std::size_t node_bytes = static_cast<std::size_t>(local_size_) * block_bytes;
+  if (leader()) {
+    const std::byte* in = work_a_.data();
+    if (!ranks_in_node_order_) {
+      for (std::size_t r = 0; r < layout_.node_of_rank.size(); ++r) {
+        const auto n = static_cast<std::size_t>(layout_.node_of_rank[r]);
+        const std::size_t at =
+            first_block_[n] + static_cast<std::size_t>(layout_.local_rank_of_rank[r]);
+        std::memcpy(work_b_.data() + at * block_bytes, in + r * block_bytes, block_bytes);
+      }
+      in = work_b_.data();
+    }
+    int element = 1;
+    PMPI_Type_size(mpi_reduction_.type, &element);
+    const auto per_element = static_cast<std::size_t>(element);
+    gather_counts_.resize(static_cast<std::size_t>(nodes_));
+    for (std::size_t n = 0; n < gather_counts_.size(); ++n) {
+      gather_counts_[n] =
+          static_cast<int>(static_cast<std::size_t>(ranks_on_[n]) * block_bytes / per_element);
+    }
+    if (equal_nodes_) {  // the block form, as tuned as MPI_Allgather is against its v form
+      mpiDone(PMPI_Reduce_scatter_block(in, packed_.data(), gather_counts_[0], mpi_reduction_.type,
+                                        mpi_reduction_.op, leaders_comm_),
+              "MPI_Reduce_scatter_block");
+    } else {
+      mpiDone(PMPI_Reduce_scatter(in, packed_.data(), gather_counts_.data(), mpi_reduction_.type,
+                                  mpi_reduction_.op, leaders_comm_),
+              "MPI_Reduce_scatter");
+    }
+  }
+  if (alone()) {
+    std::memcpy(out, packed_.data(), block_bytes);
+  } else {  // the node's blocks are in local rank order
+    board_->scatter(leader() ? packed_.data() : nullptr, node_bytes, out,
+                    static_cast<std::size_t>(local_rank_) * block_bytes, block_bytes, 0);
+  }
+}
+
+}  // namespace blink::algorithms
