@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       for (int impl = 0; impl < 2; ++impl) {
         qsort(times[impl], (size_t)calls, sizeof(double), ascending);
-        printf("%s,%zu,%d,%.1f,%.1f,%lld\n", impl == 0 ? "blink" : "mpi", count * sizeof(float),
+        printf("%s,%zu,%d,%.2f,%.2f,%lld\n", impl == 0 ? "blink" : "mpi", count * sizeof(float),
                calls, times[impl][0], times[impl][calls / 2], impl == 0 ? any : 0);
       }
       fflush(stdout);

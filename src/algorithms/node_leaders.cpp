@@ -32,6 +32,8 @@ NodeLeaders::NodeLeaders(ShmOneShot* board, transport::Transport& between, Layou
     ++ranks_on_[n];
     if (layout_.local_rank_of_rank[r] == 0) leader_of_[n] = static_cast<int>(r);
   }
+  call_leader_ = leader_of_;
+  whole_.resize(2 * static_cast<std::size_t>(nodes_));
   local_size_ = ranks_on_[static_cast<std::size_t>(node_)];
   if (!alone() && board_ == nullptr) {
     throw Error(blinkInternalError, "node leaders: a node of several ranks needs its board");
@@ -81,10 +83,16 @@ std::vector<transport::StreamKey> NodeLeaders::streamsNeeded() const {
 }
 
 void NodeLeaders::callLeaders(int root) {
-  call_leader_ = leader_of_;
+  // Only a rooted call changes a speaker, so only the node it changed is put back:
+  // every small call passes here.
+  if (call_root_node_ >= 0) {
+    const auto n = static_cast<std::size_t>(call_root_node_);
+    call_leader_[n] = leader_of_[n];
+    call_root_node_ = -1;
+  }
   if (root >= 0) {
-    call_leader_[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(root)])] =
-        root;
+    call_root_node_ = layout_.node_of_rank[static_cast<std::size_t>(root)];
+    call_leader_[static_cast<std::size_t>(call_root_node_)] = root;
   }
 }
 
@@ -118,7 +126,7 @@ void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* rec
   for (int i = 0; i < send_count; ++i) largest = std::max(largest, sends[i].bytes);
   for (int i = 0; i < recv_count; ++i) largest = std::max(largest, recvs[i].bytes);
   if (between_.movesAllAtOnce(largest)) {  // one poll for all of them (PMPI)
-    std::array<transport::WholeMessage, 2 * kMaxNodes> whole;
+    std::vector<transport::WholeMessage>& whole = whole_;
     auto speaker = [&](int node) {
       return transport::StreamKey{call_leader_[static_cast<std::size_t>(node)], kChannel};
     };
@@ -134,8 +142,10 @@ void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* rec
     if (waiting >= 0) timedOut(waiting);
     return;
   }
-  std::array<std::size_t, 2 * kMaxNodes> moved{};
-  std::array<bool, 2 * kMaxNodes> done{};
+  std::array<std::size_t, 2 * kMaxNodes> moved;  // the first `parts` only: zeroed here
+  std::array<bool, 2 * kMaxNodes> done;
+  std::fill_n(moved.begin(), parts, std::size_t{0});
+  std::fill_n(done.begin(), parts, false);
   for (;;) {
     bool progress = false, all_done = true;
     for (int i = 0; i < parts; ++i) {
@@ -197,10 +207,8 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
                                          const Combine& combine) {
   std::byte* other = acc == work_a_.data() ? work_b_.data() : work_a_.data();
   if (shape_ == Shape::Mpi) {
-    int element = 1;
-    PMPI_Type_size(mpi_reduction_.type, &element);
-    mpiDone(PMPI_Allreduce(acc, other, static_cast<int>(bytes / static_cast<std::size_t>(element)),
-                           mpi_reduction_.type, mpi_reduction_.op, leaders_comm_),
+    mpiDone(PMPI_Allreduce(acc, other, elements(bytes), mpi_reduction_.type, mpi_reduction_.op,
+                           leaders_comm_),
             "MPI_Allreduce");
     return other;
   }

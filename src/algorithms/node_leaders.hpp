@@ -67,6 +67,7 @@ namespace blink::algorithms {
 struct MpiReduction {
   MPI_Datatype type = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
+  int element_bytes = 1;  // MPI_Type_size of type, known to the caller (no call per call)
 };
 
 class NodeLeaders {
@@ -162,17 +163,23 @@ class NodeLeaders {
   void allGather(const std::byte* in, std::byte* out, std::size_t block_bytes);
   void reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                      const Combine& combine, MpiReduction mpi = {});
+  // Whether the last call moved anything over the transport between nodes (the Mpi way
+  // does not), so that only then is the transport settled: UCX's settle re-arms its
+  // workers, system calls that cost a small call several microseconds.
+  bool lastCallUsedTransport() const { return shape_ != Shape::Mpi; }
 
  private:
   bool leader() const { return local_rank_ == 0; }
   bool alone() const { return local_size_ == 1; }
   Shape shape_ = Shape::OneRound;  // of the call in progress
   // One message to or from the speaker of `node` (callLeaders).
+  // Trivial, so that the arrays of them a small call puts on its stack cost nothing to
+  // make (every element used is assigned whole).
   struct Part {
-    int node = -1;
-    const std::byte* send = nullptr;
-    std::byte* recv = nullptr;
-    std::size_t bytes = 0;
+    int node;
+    const std::byte* send;
+    std::byte* recv;
+    std::size_t bytes;
   };
   // Moves every part at once; returns when all are done.
   void exchangeAll(const Part* sends, int send_count, const Part* recvs, int recv_count);
@@ -208,14 +215,16 @@ class NodeLeaders {
   transport::Transport& between_;
   Layout layout_;
   int nodes_ = 0, node_ = 0, local_rank_ = 0, local_size_ = 0;
-  std::vector<int> leader_of_;            // comm rank of each node's leader
-  std::vector<int> call_leader_;          // who speaks for each node in this call
-  std::vector<int> ranks_on_;             // ranks of each node
-  std::vector<std::size_t> first_block_;  // each node's first block in node order
-  bool equal_nodes_ = true;               // every node has as many ranks
-  bool every_node_alone_ = false;         // one rank per node: the leaders' comm is the comm
-  bool ranks_in_node_order_ = true;       // rank r is block r in node order
-  std::size_t block_bytes_ = 0;           // of the AllGather in progress
+  std::vector<int> leader_of_;                  // comm rank of each node's leader
+  std::vector<int> call_leader_;                // who speaks for each node in this call
+  std::vector<transport::WholeMessage> whole_;  // exchangeAll's, one per part at most
+  int call_root_node_ = -1;                     // the node whose speaker a root replaced, if any
+  std::vector<int> ranks_on_;                   // ranks of each node
+  std::vector<std::size_t> first_block_;        // each node's first block in node order
+  bool equal_nodes_ = true;                     // every node has as many ranks
+  bool every_node_alone_ = false;               // one rank per node: the leaders' comm is the comm
+  bool ranks_in_node_order_ = true;             // rank r is block r in node order
+  std::size_t block_bytes_ = 0;                 // of the AllGather in progress
   std::size_t capacity_ = 0;
   double timeout_seconds_ = 300.0;
   std::array<Shape, 5> shapes_{};  // by plan::Collective

@@ -20,9 +20,7 @@ void NodeLeaders::useMpi(plan::Collective collective, bool use) {
 }
 
 int NodeLeaders::elements(std::size_t bytes) const {
-  int element = 1;
-  PMPI_Type_size(mpi_reduction_.type, &element);
-  return static_cast<int>(bytes / static_cast<std::size_t>(element));
+  return static_cast<int>(bytes / static_cast<std::size_t>(mpi_reduction_.element_bytes));
 }
 
 void NodeLeaders::mpiDone(int status, const char* what) const {
@@ -51,9 +49,7 @@ void NodeLeaders::mpiReduceScatter(std::byte* out, std::size_t block_bytes) {
       }
       in = work_b_.data();
     }
-    int element = 1;
-    PMPI_Type_size(mpi_reduction_.type, &element);
-    const auto per_element = static_cast<std::size_t>(element);
+    const auto per_element = static_cast<std::size_t>(mpi_reduction_.element_bytes);
     gather_counts_.resize(static_cast<std::size_t>(nodes_));
     for (std::size_t n = 0; n < gather_counts_.size(); ++n) {
       gather_counts_[n] =

@@ -152,6 +152,10 @@ class Communicator {
   void runLeaders(Body&& body);
   // Returns once what this rank pushed on any transport has left the process.
   void settleTransports();
+  // After each call through `leaders` (the runtime's or a candidate measured at set-up,
+  // so that the measurement prices what a call pays): settles `between` (all transports
+  // where null) if the call used it.
+  void settleAfterLeaders(const algorithms::NodeLeaders& leaders, Transport* between);
   void checkUsable() const;
   // Collective: throws MemoryTypeError on every rank when any rank's buffers are
   // not host memory (memory_agreement.hpp); before any data of the call moves. For the

@@ -1,8 +1,10 @@
 // Communicator: the collectives (arguments checked, buffers placed, then the
 // cached decision run: a plan, the board, the node leaders or the direct path) and
 // what they share.
+#include <array>
 #include <cstring>
 
+#include "common/datatype_size.hpp"
 #include "common/error.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/memory_type.hpp"
@@ -27,27 +29,65 @@ void needBuffer(const void* p, std::uint64_t bytes, const char* which) {
   }
 }
 
-// Every caller has run checkReduction(type, op) on this call.
-Combine combineFor(blinkDataType_t type, blinkRedOp_t op) {
-  const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;  // the caller divides
-  const std::size_t es = elementSize(type);
-  return [type, combine_op, es](std::byte* inout, const std::byte* incoming, std::size_t n) {
-    reduceIntoChecked(inout, incoming, n / es, type, combine_op);
-  };
+constexpr std::size_t kReductions = static_cast<std::size_t>(blinkNumTypes) * blinkNumOps;
+
+constexpr std::size_t reductionIndex(blinkDataType_t type, blinkRedOp_t op) {
+  return static_cast<std::size_t>(type) * blinkNumOps + static_cast<std::size_t>(op);
+}
+
+// Every caller has run checkReduction(type, op) on this call. Made once per process, not per
+// call: a small call across nodes is a few microseconds, of which building a std::function
+// and looking MPI's twins up was a measurable part (perf/README.md, small calls).
+const Combine& combineFor(blinkDataType_t type, blinkRedOp_t op) {
+  static const std::array<Combine, kReductions> table = [] {
+    std::array<Combine, kReductions> combines;
+    for (int t = 0; t < blinkNumTypes; ++t) {
+      for (int o = 0; o < blinkNumOps; ++o) {
+        const auto each_type = static_cast<blinkDataType_t>(t);
+        const auto each_op = static_cast<blinkRedOp_t>(o);
+        const blinkRedOp_t combine_op =
+            each_op == blinkAvg ? blinkSum : each_op;  // the caller divides
+        const std::size_t es = datatypeSize(each_type);
+        combines[reductionIndex(each_type, each_op)] =
+            [each_type, combine_op, es](std::byte* inout, const std::byte* incoming,
+                                        std::size_t n) {
+              reduceIntoChecked(inout, incoming, n / es, each_type, combine_op);
+            };
+      }
+    }
+    return combines;
+  }();
+  return table[reductionIndex(type, op)];
 }
 
 // MPI's twins for the leaders' Mpi way (avg: summed, the caller divides, as combineFor);
 // none where MPI has no such reduction (fp16, bf16; MPI's bitwise and logical ops take
 // integers only).
-algorithms::NodeLeaders::MpiReduction mpiReduction(blinkDataType_t type, blinkRedOp_t op) {
+algorithms::NodeLeaders::MpiReduction mpiTwinsOf(blinkDataType_t type, blinkRedOp_t op) {
   const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;
   const bool arithmetic = combine_op == blinkSum || combine_op == blinkProd ||
                           combine_op == blinkMin || combine_op == blinkMax;
   const bool floating = type == blinkFloat32 || type == blinkFloat64;
   if (floating && !arithmetic) return {};
-  const algorithms::NodeLeaders::MpiReduction twins{mpiType(type), mpiOp(combine_op)};
+  const algorithms::NodeLeaders::MpiReduction twins{mpiType(type), mpiOp(combine_op),
+                                                    static_cast<int>(datatypeSize(type))};
   if (twins.type == MPI_DATATYPE_NULL || twins.op == MPI_OP_NULL) return {};
   return twins;
+}
+
+const algorithms::NodeLeaders::MpiReduction& mpiReduction(blinkDataType_t type, blinkRedOp_t op) {
+  static const std::array<algorithms::NodeLeaders::MpiReduction, kReductions> table = [] {
+    std::array<algorithms::NodeLeaders::MpiReduction, kReductions> twins;
+    for (int t = 0; t < blinkNumTypes; ++t) {
+      for (int o = 0; o < blinkNumOps; ++o) {
+        const auto each_type = static_cast<blinkDataType_t>(t);
+        const auto each_op = static_cast<blinkRedOp_t>(o);
+        twins[reductionIndex(each_type, each_op)] = mpiTwinsOf(each_type, each_op);
+      }
+    }
+    return twins;
+  }();
+  return table[reductionIndex(type, op)];
 }
 
 const std::byte* asBytes(const void* p) {
@@ -99,14 +139,7 @@ template <typename Body>
 void Communicator::runLeaders(Body&& body) {
   runOffPlan([&] {
     body();
-    // Only the leaders' transport carried anything. Settling the others as well
-    // cost every small call across nodes several microseconds (UCX's settle hands
-    // its workers back to the progress thread, which arms them: system calls).
-    if (leaders_between_ != nullptr) {
-      leaders_between_->settle(timeout_s_);
-    } else {
-      settleTransports();
-    }
+    settleAfterLeaders(*leaders_, leaders_between_);
     if (leaders_calls_ < kLeadersSteadyCalls && ++leaders_calls_ == kLeadersSteadyCalls) {
       measureLeadersAgain();
     }
@@ -115,6 +148,19 @@ void Communicator::runLeaders(Body&& body) {
 
 void Communicator::settleTransports() {
   for (const auto& transport : transport_objects_) transport->settle(timeout_s_);
+}
+
+void Communicator::settleAfterLeaders(const algorithms::NodeLeaders& leaders, Transport* between) {
+  // Only the leaders' transport carried anything, and nothing where MPI's own collective
+  // did. Settling what did not carry cost every small call across nodes several
+  // microseconds (UCX's settle hands its workers back to the progress thread, which
+  // arms them: system calls).
+  if (!leaders.lastCallUsedTransport()) return;
+  if (between != nullptr) {
+    between->settle(timeout_s_);
+  } else {
+    settleTransports();
+  }
 }
 
 void Communicator::moveBytes(bool on_device, void* to, const void* from, std::size_t bytes) {
@@ -151,6 +197,7 @@ void Communicator::requireHostMemory(std::initializer_list<MemoryAgreement::Buff
 
 bool Communicator::placeBuffers(std::initializer_list<MemoryAgreement::Buffer> buffers) {
   checkUsable();
+  if (!memory_.checksBuffers()) return false;  // no CUDA in the job: host memory, no agreement
   try {
     // Made at the first such call: on a GPU a stream costs a CUDA context, which
     // communicators that only ever see host buffers should not pay for. A CUDA
@@ -184,7 +231,7 @@ void Communicator::runPlan(CachedChoice& cp, std::byte* work, const void* input,
     moveBytes(on_device, work, in, bytes);
     in = nullptr;
   }
-  const Combine combine = combineFor(type, op);
+  const Combine& combine = combineFor(type, op);
   DeviceRun device_run;
   RunOptions options;
   if (on_device) {

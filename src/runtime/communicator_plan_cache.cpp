@@ -311,26 +311,24 @@ void Communicator::chooseLeadersTransport() {
     for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
   };
   algorithms::NodeLeaders* candidates[2] = {leaders_.get(), other.get()};
+  Transport* carriers[2] = {between_nodes_, rounds_alternative_};
   const std::vector<double> seconds = timeInTurn(
       2,
       [&](std::size_t way, int calls) {
-        for (int i = 0; i < calls; ++i) candidates[way]->allReduce(in, out, sizeof in, combine);
+        for (int i = 0; i < calls; ++i) {
+          candidates[way]->allReduce(in, out, sizeof in, combine);
+          settleAfterLeaders(*candidates[way], carriers[way]);
+        }
       },
       comm_, timeout_s_, "measuring the leaders' rounds");
   const double us[2] = {seconds[0] * 1e6, seconds[1] * 1e6};
-  // PMPI unless UCX is measurably faster: within the measurement's noise PMPI's
-  // rounds cost less around them (no hand-back of UCX's workers to their thread at
-  // the end of every call), which 40 calls do not resolve.
+  // PMPI unless UCX is measurably faster (each call settled as runLeaders settles it).
   const bool alternative_faster = us[1] < us[0] * (1.0 + kMeasuredTie);
   std::ostringstream note;
   note.precision(3);
   note << "measured at set-up, an 8-byte AllReduce through the leaders: " << between_nodes_->name()
        << " " << us[0] << " us, " << rounds_alternative_->name() << " " << us[1] << " us";
   leaders_note_ = note.str();
-  // Both carried the measurement's rounds: hand them back as after any call (UCX's
-  // workers would otherwise stay with a collective, progressed only now and then).
-  between_nodes_->settle(timeout_s_);
-  rounds_alternative_->settle(timeout_s_);
   if (alternative_faster) {
     leaders_ = std::move(other);
     leaders_between_ = rounds_alternative_;
@@ -349,10 +347,12 @@ void Communicator::chooseLeadersShapes() {
       shapes.size(),
       [&](std::size_t way, int calls) {
         leaders_->setShape(plan::Collective::AllReduce, shapes[way]);
-        for (int i = 0; i < calls; ++i) leaders_->allReduce(in, out, sizeof in, combine);
+        for (int i = 0; i < calls; ++i) {
+          leaders_->allReduce(in, out, sizeof in, combine);
+          settleAfterLeaders(*leaders_, leaders_between_);
+        }
       },
       comm_, timeout_s_, "measuring the leaders' shapes");
-  leaders_between_->settle(timeout_s_);
   std::ostringstream note;
   note.precision(3);
   note << (leaders_note_.empty() ? "" : "; ") << "by shape:";
@@ -444,12 +444,14 @@ std::string Communicator::chooseLeadersMpi() {
         2,
         [&](std::size_t way, int calls) {
           leaders_->useMpi(collective, way == 1);
-          for (int i = 0; i < calls; ++i) call(collective);
+          for (int i = 0; i < calls; ++i) {
+            call(collective);
+            settleAfterLeaders(*leaders_, leaders_between_);
+          }
         },
         comm_, timeout_s_, "measuring MPI's collectives among the leaders");
     slowest.insert(slowest.end(), times.begin(), times.end());
   }
-  leaders_between_->settle(timeout_s_);
   std::ostringstream note;
   note.precision(3);
   note << "8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";

@@ -1,16 +1,14 @@
 #include "runtime/datatype.hpp"
 
+#include <array>
+
 #include "common/datatype_size.hpp"
 #include "common/error.hpp"
 
 namespace blink::runtime {
 
-std::size_t elementSize(blinkDataType_t type) {
-  const std::size_t bytes = datatypeSize(type);
-  if (bytes == 0) {
-    throw Error(blinkInvalidArgument, "unknown datatype " + std::to_string(static_cast<int>(type)));
-  }
-  return bytes;
+void throwUnknownDatatype(blinkDataType_t type) {
+  throw Error(blinkInvalidArgument, "unknown datatype " + std::to_string(static_cast<int>(type)));
 }
 
 bool isFloating(blinkDataType_t type) {
@@ -82,7 +80,32 @@ std::string toString(blinkRedOp_t op) {
   }
 }
 
+namespace {
+
+constexpr bool definedOn(blinkDataType_t type, blinkRedOp_t op) {
+  const bool floating =
+      type == blinkFloat16 || type == blinkBfloat16 || type == blinkFloat32 || type == blinkFloat64;
+  const bool integer_only = op >= blinkBand && op <= blinkLxor;
+  return !(op == blinkAvg && !floating) && !(integer_only && floating);
+}
+
+// Which op is defined on which type, for the check every reduction makes.
+constexpr std::array<bool, static_cast<std::size_t>(blinkNumTypes)* blinkNumOps> kDefined = [] {
+  std::array<bool, static_cast<std::size_t>(blinkNumTypes) * blinkNumOps> defined{};
+  for (int t = 0; t < blinkNumTypes; ++t) {
+    for (int o = 0; o < blinkNumOps; ++o) {
+      defined[static_cast<std::size_t>(t * blinkNumOps + o)] =
+          definedOn(static_cast<blinkDataType_t>(t), static_cast<blinkRedOp_t>(o));
+    }
+  }
+  return defined;
+}();
+
+}  // namespace
+
 void checkReduction(blinkDataType_t type, blinkRedOp_t op) {
+  const auto t = static_cast<unsigned>(type), o = static_cast<unsigned>(op);
+  if (t < blinkNumTypes && o < blinkNumOps && kDefined[t * blinkNumOps + o]) return;
   if (static_cast<int>(type) < 0 || static_cast<int>(type) >= blinkNumTypes) {
     throw Error(blinkInvalidArgument, "unknown datatype " + std::to_string(static_cast<int>(type)));
   }

@@ -7,11 +7,19 @@
 #include <string>
 
 #include "blink/blink.h"
+#include "common/datatype_size.hpp"
 
 namespace blink::runtime {
 
-// Size in bytes of one element; throws blinkInvalidArgument for an unknown type.
-std::size_t elementSize(blinkDataType_t type);
+[[noreturn]] void throwUnknownDatatype(blinkDataType_t type);
+// Size in bytes of one element; throws blinkInvalidArgument for an unknown type. Inline:
+// every call asks it, some several times.
+inline std::size_t elementSize(blinkDataType_t type) {
+  const std::size_t bytes = datatypeSize(type);
+  if (bytes == 0) [[unlikely]]
+    throwUnknownDatatype(type);
+  return bytes;
+}
 // fp16, bf16, fp32, fp64 (false for an unknown type).
 bool isFloating(blinkDataType_t type);
 // "int8", "uint8", ..., "float16", "bfloat16", "float32", "float64"; "unknown(N)" otherwise.

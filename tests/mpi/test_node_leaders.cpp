@@ -36,7 +36,7 @@ using blink::test::worldSize;
 constexpr std::size_t kCapacity = 8192;
 constexpr double kTimeout = 60.0;
 
-const NodeLeaders::MpiReduction kMpiSum{MPI_INT32_T, MPI_SUM};
+const NodeLeaders::MpiReduction kMpiSum{MPI_INT32_T, MPI_SUM, 4};
 
 const blink::Combine kSum = [](std::byte* inout, const std::byte* in, std::size_t bytes) {
   blink::runtime::reduceInto(inout, in, bytes / 4, blinkInt32, blinkSum);
