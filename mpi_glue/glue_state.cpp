@@ -75,10 +75,7 @@ const char* name(Fallback f) {
   return "?";
 }
 
-GlueState& state() {
-  static GlueState instance;
-  return instance;
-}
+constinit GlueState glue_state;
 
 namespace {
 

@@ -94,7 +94,12 @@ struct GlueState {
   }
 };
 
-GlueState& state();
+// Constant-initialised, so that reaching it costs no guard: every interposed call
+// asks it several times.
+extern constinit GlueState glue_state;
+inline GlueState& state() {
+  return glue_state;
+}
 
 // Reads BLINK_MPI_DISABLE and BLINK_MPI_MIN_BYTES into state() (this rank's view;
 // MPI_Init then agrees it across ranks). Throws Error(blinkInvalidInput)

@@ -124,6 +124,10 @@ int benchmark(const Options& o) {
             "per measurement\n",
             o.timed_bytes, o.warmup_bytes);
       }
+      if (o.setup_calls > 0 && o.min_bytes <= (std::size_t{1} << 20)) {
+        std::printf("# %d untimed Blink calls before its first timing (--setup-calls)\n",
+                    o.setup_calls);
+      }
       std::printf("# %s\n# MPI: %s\n", blinkGetBuildInfo(), mpiLibrary().c_str());
       std::printf("# %d rank(s) on %zu MPI host(s), %s buffers\n", n, distinct.size(),
                   bench.memoryName());

@@ -96,6 +96,7 @@ class Bench {
   std::byte* send_ = nullptr;
   std::byte* recv_ = nullptr;
   MPI_Datatype mpi_type_ = MPI_DATATYPE_NULL;
+  bool blink_set_up_ = false;  // --setup-calls made (or not needed)
   // --memory device: the buffers the collectives run on.
   blink::device::Device* device_ = nullptr;
   blink::device::Device::Stream stream_ = -1;

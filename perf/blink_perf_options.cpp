@@ -42,6 +42,11 @@ Options (a value may follow as the next word, or as -bVALUE / --name=VALUE):
                            moves several buckets and times the link's rate
       --warmup-bytes SIZE  the same for the warm-up calls (-w): warm-ups that move
                            more than the bucket leave it empty for the timed calls
+      --setup-calls N      untimed Blink calls before its first measurement, where
+                           its size is at most 1M (default 100): Blink measures its
+                           node leaders again after their 64th call (a one-time
+                           pause of a few ms), which -w calls alone would leave in
+                           the first timing
   -c, --check 0|1          check the results (default 1): after timing, one more call
                            on known inputs, compared with the exact expected value on
                            every rank; #wrong = wrong elements, max over ranks
@@ -174,13 +179,13 @@ struct OptionSpec {
 };
 
 const OptionSpec kOptionSpecs[] = {
-    {'b', "minbytes", true},  {'e', "maxbytes", true},     {'f', "stepfactor", true},
-    {'n', "iters", true},     {'w', "warmup_iters", true}, {'c', "check", true},
-    {'o', "op", true},        {'d', "datatype", true},     {'r', "root", true},
-    {0, "collective", true},  {0, "inplace", true},        {0, "baseline", true},
-    {0, "format", true},      {'h', "help", false},        {'m', "memory", true},
-    {0, "version", false},    {0, "nccl-library", true},   {0, "timed-bytes", true},
-    {0, "warmup-bytes", true}};
+    {'b', "minbytes", true},   {'e', "maxbytes", true},     {'f', "stepfactor", true},
+    {'n', "iters", true},      {'w', "warmup_iters", true}, {'c', "check", true},
+    {'o', "op", true},         {'d', "datatype", true},     {'r', "root", true},
+    {0, "collective", true},   {0, "inplace", true},        {0, "baseline", true},
+    {0, "format", true},       {'h', "help", false},        {'m', "memory", true},
+    {0, "version", false},     {0, "nccl-library", true},   {0, "timed-bytes", true},
+    {0, "warmup-bytes", true}, {0, "setup-calls", true}};
 
 const OptionSpec* findLong(const std::string& name) {
   for (const OptionSpec& s : kOptionSpecs) {
@@ -300,6 +305,9 @@ Options parseOptions(int argc, char** argv) {
   }
   if (auto* s = get("timed-bytes")) o.timed_bytes = parseSize("timed-bytes", *s);
   if (auto* s = get("warmup-bytes")) o.warmup_bytes = parseSize("warmup-bytes", *s);
+  if (auto* s = get("setup-calls")) {
+    o.setup_calls = static_cast<int>(parseInteger("setup-calls", *s, 0, INT_MAX));
+  }
   if (auto* s = get("check")) o.check = parseInteger("check", *s, 0, 1) == 1;
   if (auto* s = get("root")) o.root = static_cast<int>(parseInteger("root", *s, 0, INT_MAX));
   if (auto* s = get("op")) {

@@ -44,6 +44,8 @@ struct Options {
   // measurement moves at least this many bytes of buffer (0: -n and -w as given).
   std::size_t timed_bytes = 0;
   std::size_t warmup_bytes = 0;
+  // --setup-calls: Blink calls before its first timing of a small size (Options' help).
+  int setup_calls = 100;
   bool check = true;
   blinkRedOp_t op = blinkSum;
   blinkDataType_t type = blinkFloat32;

@@ -15,9 +15,10 @@
 #   - blink_perf --baseline mpi for allreduce, broadcast, reduce, allgather and
 #     reducescatter (float32, out of place, -n ITERS): each size runs through Blink's
 #     C API and then through PMPI_* in the same job, on the same buffers;
-#   - perf/mpi_small_calls (Allreduce BAND/BOR of 8 and 32 bytes, Allgatherv, Barrier)
-#     natively and under LD_PRELOAD=libblink_mpi.so with BLINK_MPI_MIN_BYTES=0, the
-#     order alternating between repetitions.
+#   - perf/mpi_small_calls --both (Allreduce BAND/BOR of 8 and 32 bytes, Allgatherv,
+#     Barrier) under LD_PRELOAD=libblink_mpi.so with BLINK_MPI_MIN_BYTES=0: each call
+#     through MPI_* (interposed: Blink) and PMPI_* (the MPI library's own) in alternated
+#     chunks of one job.
 # Writes perf/results/small_multihost.csv (layout,rep,source,impl,call,bytes,time_us)
 # and perf/results/small_multihost.md: per layout, call and size the median time of
 # each side and the median of the repetitions' ratios MPI time / Blink time (above 1:
@@ -64,16 +65,12 @@ for layout in $layouts; do
         '$1 == "blink" || $1 == "mpi" { print l "," r ",blink_perf," $1 "," $2 "," $3 "," $7 }' \
         >>"$csv"
     done
-    order="mpi blink"
-    ((rep % 2 == 0)) && order="blink mpi"
-    for impl in $order; do
-      extra=()
-      [[ $impl == blink ]] &&
-        extra=(-x "LD_PRELOAD=$lib" -x BLINK_MPI_MIN_BYTES=0 "${chosen[@]+"${chosen[@]}"}")
-      "$emulate" run --prefix "$prefix" --ranks "$layout" "${extra[@]+"${extra[@]}"}" \
-        "$build/perf/mpi_small_calls" -n $((iters * 10)) | tail -n +2 |
-        sed "s/^/$name,$rep,interposer,$impl,/" >>"$csv"
-    done
+    # One job under the preload: MPI_* (interposed) and PMPI_* (the library's own) in
+    # alternated chunks, so both sides share the set-up and the machine's moment.
+    "$emulate" run --prefix "$prefix" --ranks "$layout" -x "LD_PRELOAD=$lib" \
+      -x BLINK_MPI_MIN_BYTES=0 "${chosen[@]+"${chosen[@]}"}" \
+      "$build/perf/mpi_small_calls" -n $((iters * 10)) --both | tail -n +2 | cut -d, -f1-4 |
+      sed "s/^/$name,$rep,interposer,/" >>"$csv"
   done
 done
 /usr/bin/python3 - "$csv" "$stem.md" <<'EOF'

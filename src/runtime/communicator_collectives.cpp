@@ -35,31 +35,6 @@ constexpr std::size_t reductionIndex(blinkDataType_t type, blinkRedOp_t op) {
   return static_cast<std::size_t>(type) * blinkNumOps + static_cast<std::size_t>(op);
 }
 
-// Every caller has run checkReduction(type, op) on this call. Made once per process, not per
-// call: a small call across nodes is a few microseconds, of which building a std::function
-// and looking MPI's twins up was a measurable part (perf/README.md, small calls).
-const Combine& combineFor(blinkDataType_t type, blinkRedOp_t op) {
-  static const std::array<Combine, kReductions> table = [] {
-    std::array<Combine, kReductions> combines;
-    for (int t = 0; t < blinkNumTypes; ++t) {
-      for (int o = 0; o < blinkNumOps; ++o) {
-        const auto each_type = static_cast<blinkDataType_t>(t);
-        const auto each_op = static_cast<blinkRedOp_t>(o);
-        const blinkRedOp_t combine_op =
-            each_op == blinkAvg ? blinkSum : each_op;  // the caller divides
-        const std::size_t es = datatypeSize(each_type);
-        combines[reductionIndex(each_type, each_op)] =
-            [each_type, combine_op, es](std::byte* inout, const std::byte* incoming,
-                                        std::size_t n) {
-              reduceIntoChecked(inout, incoming, n / es, each_type, combine_op);
-            };
-      }
-    }
-    return combines;
-  }();
-  return table[reductionIndex(type, op)];
-}
-
 // MPI's twins for the leaders' Mpi way (avg: summed, the caller divides, as combineFor);
 // none where MPI has no such reduction (fp16, bf16; MPI's bitwise and logical ops take
 // integers only).
@@ -75,19 +50,37 @@ algorithms::NodeLeaders::MpiReduction mpiTwinsOf(blinkDataType_t type, blinkRedO
   return twins;
 }
 
-const algorithms::NodeLeaders::MpiReduction& mpiReduction(blinkDataType_t type, blinkRedOp_t op) {
-  static const std::array<algorithms::NodeLeaders::MpiReduction, kReductions> table = [] {
-    std::array<algorithms::NodeLeaders::MpiReduction, kReductions> twins;
+// Per (type, op): made once when the library loads (MPI's handles are addresses, valid
+// before MPI_Init), not per call: a small call across nodes is a few microseconds, of
+// which building a std::function and looking MPI's twins up were a measurable part.
+struct Reductions {
+  std::array<Combine, kReductions> combine;
+  std::array<algorithms::NodeLeaders::MpiReduction, kReductions> mpi;
+  Reductions() {
     for (int t = 0; t < blinkNumTypes; ++t) {
       for (int o = 0; o < blinkNumOps; ++o) {
-        const auto each_type = static_cast<blinkDataType_t>(t);
-        const auto each_op = static_cast<blinkRedOp_t>(o);
-        twins[reductionIndex(each_type, each_op)] = mpiTwinsOf(each_type, each_op);
+        const auto type = static_cast<blinkDataType_t>(t);
+        const auto op = static_cast<blinkRedOp_t>(o);
+        const blinkRedOp_t combine_op = op == blinkAvg ? blinkSum : op;  // the caller divides
+        const std::size_t es = datatypeSize(type);
+        combine[reductionIndex(type, op)] =
+            [type, combine_op, es](std::byte* inout, const std::byte* incoming, std::size_t n) {
+              reduceIntoChecked(inout, incoming, n / es, type, combine_op);
+            };
+        mpi[reductionIndex(type, op)] = mpiTwinsOf(type, op);
       }
     }
-    return twins;
-  }();
-  return table[reductionIndex(type, op)];
+  }
+};
+const Reductions kReductionTables;
+
+// Every caller has run checkReduction(type, op) on this call.
+const Combine& combineFor(blinkDataType_t type, blinkRedOp_t op) {
+  return kReductionTables.combine[reductionIndex(type, op)];
+}
+
+const algorithms::NodeLeaders::MpiReduction& mpiReduction(blinkDataType_t type, blinkRedOp_t op) {
+  return kReductionTables.mpi[reductionIndex(type, op)];
 }
 
 const std::byte* asBytes(const void* p) {

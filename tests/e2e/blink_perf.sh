@@ -23,7 +23,7 @@ fail() {
 cmp -s "$work/help.out" "$work/h.out" || fail "-h and --help differ"
 for opt in -b --minbytes -e --maxbytes -f --stepfactor -n --iters -w --warmup_iters \
            -c --check -o --op -d --datatype --collective -r --root --inplace --baseline \
-           --format -m --memory --version -h --help --timed-bytes --warmup-bytes; do
+           --format -m --memory --version -h --help --timed-bytes --warmup-bytes --setup-calls; do
   grep -q -- "$opt\b" "$work/help.out" || fail "--help does not mention $opt"
 done
 for word in allreduce broadcast reduce allgather reducescatter bfloat16 float64 csv busbw \
@@ -52,6 +52,7 @@ expect_usage "inplace" --inplace 2
 expect_usage "unexpected argument" stray
 expect_usage "not a size" --timed-bytes 1X
 expect_usage "needs a value" --warmup-bytes
+expect_usage "setup-calls" --setup-calls -1
 # A root that is not a rank is found once MPI runs: still exit 2 from every rank.
 rc=0
 "$mpiexec" "${flags[@]}" -np 2 "$perf" --collective broadcast -r 2 -b 1K -e 1K \
@@ -108,6 +109,11 @@ grep -q '^# Ratio blink/mpi busbw' "$work/text.out" || fail "text: no ratio"
 grep -q '^# more calls where those move less: at least 8192 bytes timed and 4096 warmed up' \
   "$work/bytes.out" || fail "--timed-bytes: the header does not say so"
 grep -q '^# Out of bounds values : 0 OK' "$work/bytes.out" || fail "--timed-bytes: wrong values"
+grep -q '^# 100 untimed Blink calls before its first timing' "$work/bytes.out" ||
+  fail "--setup-calls: the header does not give the default"
+"$mpiexec" "${flags[@]}" -np 2 "$perf" -b 1K -e 1K -n 1 -w 0 --setup-calls 0 \
+  >"$work/setup.out" 2>"$work/setup.err" || fail "--setup-calls 0: exited $?"
+! grep -q 'untimed Blink calls' "$work/setup.out" || fail "--setup-calls 0: still in the header"
 
 # ---- nccl-tests' names: -d all -o all, half/float/double, -m ------------------------
 "$mpiexec" "${flags[@]}" -np 2 "$perf" -d all -o all -b 1K -e 1K -n 1 -w 1 --baseline mpi \
