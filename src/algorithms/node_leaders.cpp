@@ -266,6 +266,7 @@ std::byte* NodeLeaders::leadersAllReduce(std::byte* acc, std::size_t bytes,
 
 void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t bytes,
                             const Combine& combine, MpiReduction mpi) {
+  if (mpiOnAll(plan::Collective::AllReduce, "AllReduce", in, out, bytes, -1, mpi)) return;
   begin(plan::Collective::AllReduce, "AllReduce", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
   if (shape_ == Shape::Mpi && alone()) {  // MPI's call on the caller's own buffers
@@ -294,6 +295,9 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
 void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t block_bytes,
                                 const Combine& combine, MpiReduction mpi) {
   const std::size_t bytes = layout_.node_of_rank.size() * block_bytes;
+  if (mpiOnAll(plan::Collective::ReduceScatter, "ReduceScatter", in, out, block_bytes, -1, mpi)) {
+    return;
+  }
   begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
   if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {
@@ -323,6 +327,7 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
 }
 
 void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t bytes, int root) {
+  if (mpiOnAll(plan::Collective::Broadcast, "Broadcast", in, out, bytes, root, {})) return;
   begin(plan::Collective::Broadcast, "Broadcast", bytes);
   callLeaders(root);
   const auto r = static_cast<std::size_t>(root);
@@ -369,6 +374,7 @@ void NodeLeaders::broadcast(const std::byte* in, std::byte* out, std::size_t byt
 
 void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
                          const Combine& combine, int root, MpiReduction mpi) {
+  if (mpiOnAll(plan::Collective::Reduce, "Reduce", in, out, bytes, root, mpi)) return;
   // The Mpi way where the root is its node's leader, which speaks for the node anyway.
   begin(plan::Collective::Reduce, "Reduce", bytes,
         mpi.type != MPI_DATATYPE_NULL &&
@@ -458,6 +464,7 @@ void NodeLeaders::unpack(std::uint64_t nodes, const std::byte* packed, std::byte
 void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t block_bytes) {
   const std::size_t ranks = layout_.node_of_rank.size();
   const std::size_t bytes = ranks * block_bytes;
+  if (mpiOnAll(plan::Collective::AllGather, "AllGather", in, out, block_bytes, -1, {})) return;
   begin(plan::Collective::AllGather, "AllGather", bytes);
   block_bytes_ = block_bytes;
   if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {

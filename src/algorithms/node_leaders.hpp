@@ -129,6 +129,16 @@ class NodeLeaders {
   bool usesMpi(plan::Collective collective) const {
     return use_mpi_[static_cast<std::size_t>(collective)];
   }
+  // The MPI library's own collective on every rank of `whole` (the communicator the
+  // layout describes, in its rank order; not owned), no board and no leaders: where it
+  // measured faster than both ways through the leaders (several ranks per node on few
+  // cores, where MPI's own waits may cost less than a board's). Where set, it takes
+  // precedence over useMpi; a reduction still needs its MPI twins.
+  void setWholeComm(MPI_Comm whole);
+  void useMpiOnAll(plan::Collective collective, bool use);
+  bool usesMpiOnAll(plan::Collective collective) const {
+    return use_mpi_on_all_[static_cast<std::size_t>(collective)];
+  }
   Shape shape(plan::Collective collective) const {
     return shapes_[static_cast<std::size_t>(collective)];
   }
@@ -205,6 +215,11 @@ class NodeLeaders {
   void mpiReduceScatter(std::byte* out, std::size_t block_bytes);
   // Elements of the reduction's MPI type in `bytes`.
   int elements(std::size_t bytes) const;
+  // The call on every rank of whole_comm_ when useMpiOnAll chose it (and the reduction
+  // has MPI twins): true when it was made. `bytes` as the caller's (AllGather and
+  // ReduceScatter: a block); `root` a comm rank or -1.
+  bool mpiOnAll(plan::Collective collective, const char* name, const std::byte* in, std::byte* out,
+                std::size_t bytes, int root, const MpiReduction& mpi);
   // Throws where a PMPI_* call among the leaders failed.
   void mpiDone(int status, const char* what) const;
   // Who speaks for each node between nodes in this call: its leader, but the root
@@ -231,6 +246,8 @@ class NodeLeaders {
   std::array<bool, 5> use_mpi_{};
   bool mpi_ready_ = false;  // setLeadersComm was called
   MPI_Comm leaders_comm_ = MPI_COMM_NULL;
+  std::array<bool, 5> use_mpi_on_all_{};
+  MPI_Comm whole_comm_ = MPI_COMM_NULL;
   MpiReduction mpi_reduction_;                      // of the call in progress
   std::vector<int> gather_counts_, gather_displs_;  // of an AllGather the Mpi way
   std::vector<std::byte> work_a_, work_b_, packed_;

@@ -19,6 +19,61 @@ void NodeLeaders::useMpi(plan::Collective collective, bool use) {
   use_mpi_[static_cast<std::size_t>(collective)] = use;
 }
 
+void NodeLeaders::setWholeComm(MPI_Comm whole) {
+  whole_comm_ = whole;
+}
+
+void NodeLeaders::useMpiOnAll(plan::Collective collective, bool use) {
+  if (use && whole_comm_ == MPI_COMM_NULL) {
+    throw Error(blinkInternalError, "node leaders: MPI on every rank without the comm");
+  }
+  use_mpi_on_all_[static_cast<std::size_t>(collective)] = use;
+}
+
+bool NodeLeaders::mpiOnAll(plan::Collective collective, const char* name, const std::byte* in,
+                           std::byte* out, std::size_t bytes, int root, const MpiReduction& mpi) {
+  using plan::Collective;
+  const bool reduces = collective == Collective::AllReduce || collective == Collective::Reduce ||
+                       collective == Collective::ReduceScatter;
+  if (!usesMpiOnAll(collective) || (reduces && mpi.type == MPI_DATATYPE_NULL)) return false;
+  ++call_;
+  collective_ = name;
+  shape_ = Shape::Mpi;  // nothing of the transport's is used
+  bytes_ = bytes;
+  mpi_reduction_ = mpi;
+  const int rank = layout_.rank;
+  const void* in_or_in_place = in == out ? MPI_IN_PLACE : static_cast<const void*>(in);
+  switch (collective) {
+    case Collective::AllReduce:
+      mpiDone(PMPI_Allreduce(in_or_in_place, out, elements(bytes), mpi.type, mpi.op, whole_comm_),
+              "MPI_Allreduce");
+      break;
+    case Collective::Broadcast:
+      if (rank == root && out != in) std::memcpy(out, in, bytes);
+      mpiDone(PMPI_Bcast(out, static_cast<int>(bytes), MPI_BYTE, root, whole_comm_), "MPI_Bcast");
+      break;
+    case Collective::Reduce:
+      mpiDone(PMPI_Reduce(rank == root ? in_or_in_place : in, rank == root ? out : nullptr,
+                          elements(bytes), mpi.type, mpi.op, root, whole_comm_),
+              "MPI_Reduce");
+      break;
+    case Collective::AllGather: {  // in place: the rank's block already at its place in `out`
+      const bool in_place = in == out + static_cast<std::size_t>(rank) * bytes;
+      const int count = static_cast<int>(bytes);
+      mpiDone(PMPI_Allgather(in_place ? MPI_IN_PLACE : in, count, MPI_BYTE, out, count, MPI_BYTE,
+                             whole_comm_),
+              "MPI_Allgather");
+      break;
+    }
+    case Collective::ReduceScatter:  // in place: the input in `out`, the block at its start
+      mpiDone(PMPI_Reduce_scatter_block(in_or_in_place, out, elements(bytes), mpi.type, mpi.op,
+                                        whole_comm_),
+              "MPI_Reduce_scatter_block");
+      break;
+  }
+  return true;
+}
+
 int NodeLeaders::elements(std::size_t bytes) const {
   return static_cast<int>(bytes / static_cast<std::size_t>(mpi_reduction_.element_bytes));
 }

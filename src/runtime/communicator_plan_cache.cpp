@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -272,6 +273,7 @@ bool Communicator::ensureLeaders() {
       throw Error(blinkSystemError, "MPI_Comm_split of the node leaders failed");
     }
     leaders_->setLeadersComm(leaders_comm_);
+    leaders_->setWholeComm(comm_);
   }
   chooseLeadersShapes();
   if (leaders_mpi_) {
@@ -437,43 +439,62 @@ std::string Communicator::chooseLeadersMpi() {
   if (whole_fits) {
     collectives.insert(collectives.begin() + 2, {Collective::AllGather, Collective::ReduceScatter});
   }
-  // Per collective: Blink's shape (way 0) and MPI's (way 1) in turn.
+  // Per collective in turn: Blink's shape (way 0), MPI's among the leaders (1) and, where
+  // a node has several ranks, MPI's own on every rank (2; with one rank per node it is
+  // way 1).
+  const bool several_per_node = layout_.num_nodes < layout_.size;
+  const std::size_t ways = several_per_node ? 3 : 2;
   std::vector<double> slowest;
   for (const Collective collective : collectives) {
-    const std::vector<double> times = timeInTurn(
-        2,
+    std::vector<double> times = timeInTurn(
+        ways,
         [&](std::size_t way, int calls) {
           leaders_->useMpi(collective, way == 1);
+          leaders_->useMpiOnAll(collective, way == 2);
           for (int i = 0; i < calls; ++i) {
             call(collective);
             settleAfterLeaders(*leaders_, leaders_between_);
           }
         },
         comm_, timeout_s_, "measuring MPI's collectives among the leaders");
+    times.resize(3, std::numeric_limits<double>::infinity());
     slowest.insert(slowest.end(), times.begin(), times.end());
   }
   std::ostringstream note;
   note.precision(3);
-  note << "8 bytes (a block) through the leaders, Blink's shape / MPI's own among them:";
-  std::string taken;
+  note << "8 bytes (a block), Blink's shape / MPI's own among the leaders"
+       << (several_per_node ? " / MPI's own on every rank" : "") << ":";
+  std::string among_leaders, on_all;
   for (std::size_t c = 0; c < collectives.size(); ++c) {
-    const double own = slowest[2 * c] * 1e6;
-    const double mpi = slowest[2 * c + 1] * 1e6;
+    const double own = slowest[3 * c] * 1e6;
+    const double mpi = slowest[3 * c + 1] * 1e6;
+    const double all = slowest[3 * c + 2] * 1e6;
     // MPI's own where not measurably slower: a call the MPI way is the MPI library's
     // call with the least of Blink around it, and 40 calls do not resolve a few percent.
-    const bool use_mpi = mpi < own * (1.0 + kMeasuredTie);
+    // On every rank before among the leaders: the least of Blink around it.
+    const bool use_all = all < std::min(own, mpi) * (1.0 + kMeasuredTie);
+    const bool use_mpi = !use_all && mpi < own * (1.0 + kMeasuredTie);
     leaders_->useMpi(collectives[c], use_mpi);
+    leaders_->useMpiOnAll(collectives[c], use_all);
     // What a call of this size takes the way now chosen: the leaders' price from
     // here on (algorithm_choice.hpp). Every rank has the same slowest times.
     const bool whole =
         collectives[c] == Collective::AllGather || collectives[c] == Collective::ReduceScatter;
     node_.leaders_measured[static_cast<std::size_t>(collectives[c])] = {
-        (use_mpi ? mpi : own) * 1e-6, whole ? ranks * kBlock : kBlock};
-    note << (c == 0 ? " " : ", ") << plan::toString(collectives[c]) << " " << own << " / " << mpi
-         << " us";
-    if (use_mpi) taken += (taken.empty() ? "" : ", ") + plan::toString(collectives[c]);
+        (use_all   ? all
+         : use_mpi ? mpi
+                   : own) *
+            1e-6,
+        whole ? ranks * kBlock : kBlock};
+    note << (c == 0 ? " " : ", ") << plan::toString(collectives[c]) << " " << own << " / " << mpi;
+    if (several_per_node) note << " / " << all;
+    note << " us";
+    std::string& taken = use_all ? on_all : among_leaders;
+    if (use_all || use_mpi) taken += (taken.empty() ? "" : ", ") + plan::toString(collectives[c]);
   }
-  note << "; MPI's own takes: " << (taken.empty() ? "none" : taken);
+  note << "; MPI's own among the leaders takes: "
+       << (among_leaders.empty() ? "none" : among_leaders);
+  if (several_per_node) note << "; on every rank: " << (on_all.empty() ? "none" : on_all);
   return note.str();
 }
 

@@ -66,7 +66,8 @@ class StreamsOnly final : public blink::transport::Transport {
 // Everything one layout needs: rank r on node r % nodes.
 class EmulatedNodes {
  public:
-  EmulatedNodes(int nodes, NodeLeaders::Shape shape, bool streams_only) {
+  // mpi_on_all: MPI's own collective on every rank (useMpiOnAll) instead of `shape`.
+  EmulatedNodes(int nodes, NodeLeaders::Shape shape, bool streams_only, bool mpi_on_all = false) {
     const int rank = worldRank(), n = worldSize();
     NodeLeaders::Layout layout;
     layout.rank = rank;
@@ -89,6 +90,7 @@ class EmulatedNodes {
     MPI_Comm_split(MPI_COMM_WORLD, rank / nodes == 0 ? 0 : MPI_UNDEFINED, rank % nodes,
                    &leaders_comm_);
     leaders_->setLeadersComm(leaders_comm_);
+    leaders_->setWholeComm(comm_);
     for (auto collective :
          {blink::plan::Collective::Broadcast, blink::plan::Collective::Reduce,
           blink::plan::Collective::AllGather, blink::plan::Collective::ReduceScatter,
@@ -98,6 +100,7 @@ class EmulatedNodes {
       const bool fits = std::find(applies.begin(), applies.end(), shape) != applies.end();
       leaders_->setShape(collective, fits ? shape : NodeLeaders::Shape::OneRound);
       if (shape == NodeLeaders::Shape::Mpi) leaders_->useMpi(collective, true);
+      leaders_->useMpiOnAll(collective, mpi_on_all);
     }
     const auto keys = leaders_->streamsNeeded();
     between.ensureStreams(keys, keys);
@@ -195,6 +198,17 @@ TEST(NodeLeaders, EveryShapeMatchesPmpi) {
                                  (streams_only ? ", stream by stream" : ", a round at once"));
       }
     }
+  }
+}
+
+// MPI's own collective on every rank, the ranks not in node order (rank r on node
+// r % nodes): the caller's buffers and roots are the comm's, in place too.
+TEST(NodeLeaders, MpiOnEveryRankMatchesPmpi) {
+  const int n = worldSize();
+  if (n < 2) GTEST_SKIP() << "needs two ranks";
+  for (int nodes = 1; nodes <= n; ++nodes) {
+    EmulatedNodes emulated(nodes, NodeLeaders::Shape::OneRound, false, true);
+    checkEveryCollective(emulated.leaders(), std::to_string(nodes) + " nodes, MPI on every rank");
   }
 }
 
