@@ -92,10 +92,10 @@ const std::vector<Variable>& registry() {
        "Set it alike on every rank."},
       {"BLINK_LEADERS_MPI", Kind::Choice, "0|1", "1",
        "1: on a communicator across nodes, the node leaders' round may hand a collective to "
-       "the MPI library's own (PMPI_* among the leaders, between the boards) unless that is "
-       "measured more than 5% slower than Blink's own shape when the leaders are set up; INFO and "
-       "explain "
-       "say which collectives it took. 0: never. Set it alike on every rank."},
+       "the MPI library's own (PMPI_* among the leaders, between the boards; or, where a node "
+       "has several ranks, PMPI_* on every rank without the boards) unless that is measured "
+       "more than 5% slower than the best way when the leaders are set up; INFO and explain say "
+       "which collectives it took. 0: never. Set it alike on every rank."},
       {"BLINK_PACE_PIECE_BYTES", Kind::Integer, "1024..1073741824", "32768",
        "With BLINK_PACE_BETWEEN_NODES=1, the pieces paced messages travel in. Above the "
        "transport's eager limit (Open MPI's TCP: 64 KiB) a piece the pacer waits for leaves "
