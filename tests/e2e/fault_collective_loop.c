@@ -5,13 +5,16 @@
  *   ready.R   written after the first call succeeded
  *   result.R  "STATUS SECONDS_SINCE_EPOCH MESSAGE" when a call failed (STATUS: the
  *             blinkResult_t number, 5 for blinkTimeout)
+ *   ended.R   how the rank ended where it wrote no result (exit or a signal)
  * After a failure a rank does not finalize MPI (a peer is gone): it lingers until
  * the script ends the job or every rank has written its result (a failure all ranks
  * met together: exiting at once would let mpirun kill a rank still writing), for at
  * most LINGER seconds, then exits 3.
  * Usage: fault_collective_loop DIR allreduce|broadcast|allgather BYTES LINGER */
 #include <blink/blink.h>
+#include <fcntl.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,38 @@ static int everyResultWritten(const char* dir, int ranks) {
   return 1;
 }
 
+/* How a rank ended without a result (a survivor that Open MPI ends itself, over ob1,
+ * may lose its FATAL line in mpirun's show_help): ended.R, "exit STATUS" from an
+ * atexit handler or "signal N" from a handler, written only while no result is. */
+static const char* g_dir = NULL;
+static int g_rank = -1;
+static volatile sig_atomic_t g_result_written = 0;
+
+static void writeEnded(const char* text) {
+  char path[4096];
+  if (g_dir == NULL || g_result_written) return;
+  snprintf(path, sizeof path, "%s/ended.%d", g_dir, g_rank);
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return;
+  ssize_t ignored = write(fd, text, strlen(text));
+  (void)ignored;
+  close(fd);
+}
+
+static void onExit(void) {
+  writeEnded("exit during a call\n");
+}
+
+static void onSignal(int signal_number) {
+  char text[32] = "signal ";
+  text[7] = (char)('0' + signal_number / 10);
+  text[8] = (char)('0' + signal_number % 10);
+  text[9] = '\n';
+  writeEnded(text);
+  signal(signal_number, SIG_DFL);
+  raise(signal_number);
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
@@ -82,6 +117,13 @@ int main(int argc, char** argv) {
   char text[8192];
   snprintf(text, sizeof text, "%ld\n", (long)getpid());
   writeFile(dir, "pid", rank, text);
+  g_dir = dir;
+  g_rank = rank;
+  atexit(onExit);
+  signal(SIGABRT, onSignal);
+  signal(SIGSEGV, onSignal);
+  signal(SIGBUS, onSignal);
+  signal(SIGTERM, onSignal);
 
   float* send = malloc(count * sizeof(float));
   float* recv = malloc(count * sizeof(float));
@@ -95,6 +137,7 @@ int main(int argc, char** argv) {
   }
   snprintf(text, sizeof text, "%d %.3f %s\n", (int)rc, now(), blinkGetLastError());
   writeFile(dir, "result", rank, text);
+  g_result_written = 1;
   fprintf(stderr, "rank %d: %s", rank, text);
   for (int waited = 0; waited < 10 * linger && !everyResultWritten(dir, ranks); ++waited) {
     usleep(100000);

@@ -333,6 +333,23 @@ EOF
       pid=$(cat "$dir/pid.$1")
       ! kill -0 "$pid" 2>/dev/null && grep -Eq ":0*$pid\] .*pml_ob1.*FATAL" "$work/kill.err"
     }
+    # Where a survivor neither failed nor was ended: its threads' stacks, so that a rare
+    # straggler in CI says where it waits (gdb, where installed).
+    stragglers_stacks() {
+      local r pid
+      for ((r = 0; r < victim; ++r)); do
+        [[ -e $dir/result.$r ]] && continue
+        pid=$(cat "$dir/pid.$r")
+        if ! kill -0 "$pid" 2>/dev/null; then
+          echo "== straggler rank $r (pid $pid) is gone without a result: $(cat "$dir/ended.$r" 2>/dev/null || echo 'no ended file (killed or _exit)')"
+          continue
+        fi
+        command -v gdb >/dev/null || continue
+        echo "== stacks of straggler rank $r (pid $pid)"
+        timeout 20 gdb -p "$pid" -batch -ex "thread apply all bt 30" 2>/dev/null |
+          grep -E '^(#|Thread )' || true
+      done
+    }
     declare -A ended_at=()
     wait_for_survivors() {
       local waited r done
@@ -353,6 +370,7 @@ EOF
         fi
         sleep 0.1
       done
+      stragglers_stacks
       fail "only $done of $victim survivors failed or were ended by MPI after $(($1 / 10)) s"
     }
     for ((attempt = 1; ; ++attempt)); do
