@@ -126,19 +126,18 @@ void NodeLeaders::exchangeAll(const Part* sends, int send_count, const Part* rec
   for (int i = 0; i < send_count; ++i) largest = std::max(largest, sends[i].bytes);
   for (int i = 0; i < recv_count; ++i) largest = std::max(largest, recvs[i].bytes);
   if (between_.movesAllAtOnce(largest)) {  // one poll for all of them (PMPI)
-    std::vector<transport::WholeMessage>& whole = whole_;
     auto speaker = [&](int node) {
       return transport::StreamKey{call_leader_[static_cast<std::size_t>(node)], kChannel};
     };
     for (int i = 0; i < send_count; ++i) {
-      whole[static_cast<std::size_t>(i)] = {speaker(sends[i].node), sends[i].send, nullptr,
-                                            sends[i].bytes};
+      whole_[static_cast<std::size_t>(i)] = {speaker(sends[i].node), sends[i].send, nullptr,
+                                             sends[i].bytes};
     }
     for (int i = 0; i < recv_count; ++i) {
-      whole[static_cast<std::size_t>(send_count + i)] = {speaker(recvs[i].node), nullptr,
-                                                         recvs[i].recv, recvs[i].bytes};
+      whole_[static_cast<std::size_t>(send_count + i)] = {speaker(recvs[i].node), nullptr,
+                                                          recvs[i].recv, recvs[i].bytes};
     }
-    const int waiting = between_.moveAllAtOnce(whole.data(), parts, backoff);
+    const int waiting = between_.moveAllAtOnce(whole_.data(), parts, backoff);
     if (waiting >= 0) timedOut(waiting);
     return;
   }
@@ -400,10 +399,7 @@ void NodeLeaders::reduce(const std::byte* in, std::byte* out, std::size_t bytes,
   }
   if (speaker != layout_.rank) return;
   if (shape_ == Shape::Mpi) {
-    int element = 1;
-    PMPI_Type_size(mpi.type, &element);
-    mpiDone(PMPI_Reduce(acc, layout_.rank == root ? out : nullptr,
-                        static_cast<int>(bytes / static_cast<std::size_t>(element)), mpi.type,
+    mpiDone(PMPI_Reduce(acc, layout_.rank == root ? out : nullptr, elements(bytes), mpi.type,
                         mpi.op, root_node, leaders_comm_),
             "MPI_Reduce");
     return;
