@@ -133,8 +133,11 @@ const std::vector<Variable>& registry() {
        "different nodes (`between`); unset, the first registered one that can serve them "
        "(`blink-info --version` lists them): `shm` within a node; between nodes `ucx` where "
        "this build has UCX and every rank sets it up, else `pmpi` (the reason is at "
-       "BLINK_DEBUG=INFO and in explain). `pmpi` serves both; `ucx` only `between`: e.g. "
-       "`between=pmpi`. A transport named here must work (no fallback)."},
+       "BLINK_DEBUG=INFO and in explain). `pmpi` serves both; `ucx` and `sockets` (plain TCP "
+       "connections, one per stream) only `between`: e.g. `between=pmpi`. Unset, the node "
+       "leaders' rounds take the fastest of the default, `pmpi` and `sockets`, timed when "
+       "they are set up. A transport named here must work (no fallback) and carries the "
+       "leaders' rounds too."},
       {"BLINK_ONE_SHOT_MAX_BYTES", Kind::Integer, "0..1048576", "32768",
        "The capacity of the one-shot shared-memory board: collectives of at most this many "
        "bytes on a communicator within one node may take it (every rank posts its input on a "

@@ -18,6 +18,13 @@ void waitWithin(MPI_Request& request, double timeout_seconds, const std::string&
 void allreduceWithin(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                      MPI_Comm comm, double timeout_seconds, const std::string& what);
 
+// Every rank learns whether every rank got through `stage`: throws CollectiveError
+// on every rank where any failed (`failure`: this rank's error, or null), with this
+// rank's message where it failed itself.
+class Error;
+void agreeAllOk(MPI_Comm comm, const Error* failure, const std::string& stage,
+                double timeout_seconds);
+
 // PMPI_Iallgather + waitWithin.
 void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv, MPI_Comm comm,
                      double timeout_seconds, const std::string& what);

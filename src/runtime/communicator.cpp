@@ -188,13 +188,17 @@ Communicator::Communicator(MPI_Comm comm) {
         between_nodes_ = make(transports_.between_nodes);
       }
       between_note_ = " (" + transports_.why_between + ")";
-      if (transports_.between_chosen_by_default && between_nodes_->name() != "pmpi") {
+      if (transports_.between_chosen_by_default) {
         for (const transport::TransportEntry& entry : transport::transportRegistry()) {
-          if (entry.name != "pmpi") continue;
+          if (!entry.leaders_alternative || entry.name == between_nodes_->name()) continue;
           try {
-            rounds_alternative_ = make(&entry);
-          } catch (const CollectiveError&) {
-            rounds_alternative_ = nullptr;  // every rank together: the leaders keep the default
+            rounds_alternatives_.push_back(make(&entry));
+          } catch (const CollectiveError& e) {
+            // Every rank together: the leaders go without this one.
+            if (layout_.rank == 0) {
+              BLINK_LOG(Info, "node leaders: " << entry.name << " is not measured for their "
+                                               << "rounds: " << e.what());
+            }
           }
         }
       }

@@ -185,9 +185,12 @@ class Communicator {
   std::vector<std::unique_ptr<Transport>> transport_objects_;  // each selected one, once
   Transport* within_node_ = nullptr;
   Transport* between_nodes_ = nullptr;
-  Transport* rounds_alternative_ = nullptr;  // pmpi, measured against it for the leaders' rounds
-  Transport* leaders_between_ = nullptr;     // what the leaders' rounds take (set up with them)
-  std::string leaders_note_;                 // why, for INFO and explain
+  // Measured against between_nodes_ for the leaders' rounds (pmpi, sockets), where that
+  // is the default transport.
+  std::vector<Transport*> rounds_alternatives_;
+  std::string alternativesNote() const;    // for explain: how the leaders' transport is chosen
+  Transport* leaders_between_ = nullptr;   // what the leaders' rounds take (set up with them)
+  std::string leaders_note_;               // why, for INFO and explain
   std::uint64_t leaders_calls_ = 0;        // run through the leaders, up to the second measurement
   bool small_decisions_stale_ = false;     // measured again: decide the small calls again
   bool leaders_mpi_ = true;                // BLINK_LEADERS_MPI is not 0

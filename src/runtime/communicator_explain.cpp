@@ -12,6 +12,14 @@
 
 namespace blink::runtime {
 
+std::string Communicator::alternativesNote() const {
+  std::string names;
+  for (const Transport* t : rounds_alternatives_) names += (names.empty() ? "" : ", ") + t->name();
+  return " (when they are set up, an 8-byte AllReduce through them is timed over it and over " +
+         names + "; the fastest takes their rounds, " + between_nodes_->name() +
+         " counted 5% slower)";
+}
+
 std::string Communicator::explain() const {
   std::ostringstream out;
   out << "Blink communicator: rank " << layout_.rank << " of " << layout_.size << ", "
@@ -67,9 +75,7 @@ std::string Communicator::explain() const {
            "among the leaders) over "
         << (leaders_between_ != nullptr ? leaders_between_->name() : between_nodes_->name())
         << (leaders_note_.empty() ? "" : " (" + leaders_note_ + ")")
-        << (rounds_alternative_ != nullptr && !leaders_
-                ? " (pmpi unless ucx is measured more than 5% faster when they are set up)"
-                : "")
+        << (!rounds_alternatives_.empty() && !leaders_ ? alternativesNote() : "")
         << ", then the board again" << (leaders_ ? "" : ", not set up yet") << "\n";
   } else {
     out << "  leaders: off (" << node_.leaders_off << ")\n";

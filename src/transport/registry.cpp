@@ -3,8 +3,10 @@
 #include "common/build_config.h"
 #include "common/env.hpp"
 #include "common/error.hpp"
+#include "topology/host_nics.hpp"
 #include "transport/pmpi/pmpi_transport.hpp"
 #include "transport/shm/shm_transport.hpp"
+#include "transport/socket/socket_transport.hpp"
 #if BLINK_HAVE_UCX
 #include "transport/ucx/ucx_transport.hpp"
 #endif
@@ -17,6 +19,16 @@ SingleCopyMode singleCopyFromEnvironment() {
   return mode == "1"   ? SingleCopyMode::On
          : mode == "0" ? SingleCopyMode::Off
                        : SingleCopyMode::Automatic;
+}
+
+// The IPv4 address of the NIC the plan sends this rank's share through ("" where
+// the plan names none of this machine's NICs).
+std::string planNicAddress(const TransportSetUp& s) {
+  const auto rank = static_cast<std::size_t>(s.rank);
+  if (rank >= s.nics_of_rank.size() || s.nics_of_rank[rank].empty()) return "";
+  const auto nics = topo::hostNics();
+  const auto nic = static_cast<std::size_t>(s.nics_of_rank[rank].front());
+  return nic < nics.size() ? nics[nic].ipv4 : "";
 }
 
 const TransportEntry& byName(std::string_view spec, std::string_view name) {
@@ -43,7 +55,8 @@ bool addOptionalTransports(std::vector<TransportEntry>& entries) {
                   "UCX tagged messages between nodes, one UCP context per NIC of the node "
                   "(BLINK_UCX_NICS) and a progress thread per process; the default between "
                   "nodes where every rank sets it up",
-                  false, true, [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+                  false, true,
+                  [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
                     UcxSetUp u;
                     u.comm = s.comm;
                     u.rank = s.rank;
@@ -52,7 +65,8 @@ bool addOptionalTransports(std::vector<TransportEntry>& entries) {
                     u.timeout_seconds = s.timeout_seconds;
                     u.nics_of_rank = s.nics_of_rank;
                     return std::make_unique<UcxTransport>(u);
-                  }});
+                  },
+                  false});
 #endif
   return true;
 }
@@ -70,14 +84,30 @@ const std::vector<TransportEntry>& transportRegistry() {
          options.timeout_seconds = s.timeout_seconds;
          options.single_copy = singleCopyFromEnvironment();
          return std::make_unique<ShmTransport>(s.node_comm, s.node_rank_of, s.rank, options);
-       }},
+       },
+       false},
       {"pmpi",
        "MPI point-to-point (PMPI_Isend/Irecv) on Blink's duplicate communicator, one tag per "
        "channel",
        true, true,
        [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
          return std::make_unique<PmpiTransport>(s.comm);
-       }},
+       },
+       true},
+      {"sockets",
+       "TCP connections between nodes, one per stream (no MPI matching or queueing: a small "
+       "message costs a send and a receive); measured for the node leaders' rounds",
+       false, true,
+       [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
+         SocketSetUp set_up;
+         set_up.comm = s.comm;
+         set_up.rank = s.rank;
+         set_up.host_of = s.host_of;
+         set_up.timeout_seconds = s.timeout_seconds;
+         set_up.preferred_address = planNicAddress(s);
+         return std::make_unique<SocketTransport>(set_up);
+       },
+       true},
   };
   [[maybe_unused]] static const bool added = addOptionalTransports(entries);
   return entries;

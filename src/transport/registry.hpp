@@ -34,11 +34,14 @@ struct TransportSetUp {
 };
 
 struct TransportEntry {
-  std::string name;         // "shm", "ucx", "pmpi"
+  std::string name;         // "shm", "ucx", "pmpi", "sockets"
   std::string description;  // one line, for blink-info and explain
   bool within_node = false;
   bool between_nodes = false;
   std::function<std::unique_ptr<Transport>(const TransportSetUp&)> make;
+  // Where the transport between nodes is the default one, this one is also set up for
+  // the node leaders' rounds and measured against it (runtime: chooseLeadersTransport).
+  bool leaders_alternative = false;
 };
 
 // Every transport of this build, in order of preference.

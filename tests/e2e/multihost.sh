@@ -259,9 +259,9 @@ case "$case" in
       grep -Eq "rounds between 2 leaders over $between( \(|\$)" "$work/rooted_loop.err" ||
         fail "the calls did not take the node leaders' rounds over $between"
     else
-      # By default the leaders' rounds take whichever of ucx and pmpi is measured
-      # faster at set-up, and INFO says what was measured.
-      grep -Eq "rounds between 2 leaders over (ucx|pmpi) \(measured at set-up.*ucx [0-9.e+]+ us, pmpi [0-9.e+]+ us[;)]" \
+      # By default the leaders' rounds take whichever of ucx, pmpi and sockets is
+      # measured fastest at set-up, and INFO says what was measured.
+      grep -Eq "rounds between 2 leaders over (ucx|pmpi|sockets) \(measured at set-up.*ucx [0-9.e+]+ us, pmpi [0-9.e+]+ us, sockets [0-9.e+]+ us[;)]" \
         "$work/rooted_loop.err" || fail "the leaders' rounds were not measured at set-up"
     fi
     # MPI's own collectives among the leaders, and on every rank where a host has

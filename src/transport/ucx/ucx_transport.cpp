@@ -14,19 +14,6 @@
 #include "transport/ucx/ucx_streams.hpp"
 
 namespace blink::transport {
-namespace {
-
-void agreeOk(MPI_Comm comm, const Error* failure, const std::string& stage, double timeout_s) {
-  int ok = failure == nullptr ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, timeout_s, stage);
-  if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
-  if (all_ok == 0) {
-    throw CollectiveError(blinkSystemError,
-                          stage + " failed on another rank (see its error message)");
-  }
-}
-
-}  // namespace
 
 UcxTransport::UcxTransport(const UcxSetUp& set_up) : set_up_(set_up) {
   const int size = static_cast<int>(set_up_.local_rank_of.size());
@@ -42,7 +29,7 @@ UcxTransport::UcxTransport(const UcxSetUp& set_up) : set_up_(set_up) {
   } catch (const Error& e) {
     failure = std::make_unique<Error>(e);
   }
-  agreeOk(set_up_.comm, failure.get(), "setting up UCX", set_up_.timeout_seconds);
+  agreeAllOk(set_up_.comm, failure.get(), "setting up UCX", set_up_.timeout_seconds);
   // Stream (s, c) uses NIC (local rank of s + c) mod N on both ends: N must agree.
   // The communicator's id, in every tag, is free on every rank.
   unsigned mine[2] = {static_cast<unsigned>(count), ~fabric.nextCommId()}, agreed[2] = {0, 0};
@@ -104,8 +91,8 @@ UcxTransport::UcxTransport(const UcxSetUp& set_up) : set_up_(set_up) {
   } catch (const Error& e) {
     unreachable = std::make_unique<Error>(e);
   }
-  agreeOk(set_up_.comm, unreachable.get(), "reaching the other nodes over UCX",
-          set_up_.timeout_seconds);
+  agreeAllOk(set_up_.comm, unreachable.get(), "reaching the other nodes over UCX",
+             set_up_.timeout_seconds);
   if (set_up_.rank == 0) {
     std::ostringstream map;
     for (int r = 0; r < size; ++r) {
