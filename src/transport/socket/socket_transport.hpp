@@ -1,4 +1,4 @@
-// Plain TCP connections between nodes, one per stream (peer, channel, direction),
+// Plain TCP connections between nodes, one per (peer, channel) for both directions,
 // for the node leaders' small rounds where measured faster than the other transports
 // (runtime: set-up times an 8-byte AllReduce through the leaders over each), or for
 // every stream between nodes where BLINK_TRANSPORT names `sockets`.
@@ -6,18 +6,20 @@
 // Why a transport of its own: between hosts emulated on one machine an 8-byte round
 // trip takes about 12 us through Open MPI's ob1/tcp and about 7.5 us through a plain
 // non-blocking socket (perf/README.md): MPI matches, queues and polls its event loop
-// per message, which a small call, a latency or two, pays in full. Each stream owns
-// its connection, so a message is just its bytes in order (both ends know every
-// message's size: no framing, no matching) and sends never wait for a receiver to post.
+// per message, which a small call, a latency or two, pays in full. Each direction of a
+// connection is one stream, so a message is just its bytes in order (both ends know
+// every message's size: no framing, no matching) and sends never wait for a receiver
+// to post; a reply carries the acknowledgement of the request's bytes.
 //
 // Set-up (ensureStreams, collective over the communicator): each rank listens on a port
 // of its own (only until the call returns) and publishes its IPv4 addresses
-// (tcp_address.hpp chooses which one a peer dials) with a token of the call; it dials a connection
-// per new send stream and writes a hello (token, rank, channel); every rank agrees that dialling
-// worked before any waits for a peer; then each accepts its new receive streams, checks the hellos
-// and answers with its own rank and the token, and each dialler checks the answer: a connection
-// that reached another process is an error naming the rank, its host and the address, never a
-// crossed stream.
+// (tcp_address.hpp chooses which one a peer dials) with a token of the call; the lower
+// rank of each new (peer, channel) dials its connection and writes a hello (token, rank,
+// channel); every rank agrees that dialling worked before any waits for a peer; then
+// each accepts the connections the lower ranks dialled, checks the hellos and answers
+// with its own rank and the token, and each dialler checks the answer: a connection
+// that reached another process is an error naming the rank, its host and the address,
+// never a crossed stream.
 //
 // A connection closed or reset by the peer (it died) is an error naming its rank and
 // host at once; a silent peer ends in the caller's deadline (BLINK_TIMEOUT_S).
@@ -37,6 +39,8 @@
 #include "transport/transport.hpp"
 
 namespace blink::transport {
+
+class SocketConnection;
 
 struct SocketSetUp {
   MPI_Comm comm = MPI_COMM_NULL;     // not owned; every rank of it calls the constructor
@@ -95,12 +99,14 @@ class SocketTransport final : public Transport {
   std::vector<Published> published_;  // by rank
   std::map<StreamKey, std::unique_ptr<SendStream>> sends_;
   std::map<StreamKey, std::unique_ptr<RecvStream>> recvs_;
-  std::map<StreamKey, int> send_fds_, recv_fds_;  // the streams' connections
+  // By (peer, channel): both directions' streams use it.
+  std::map<StreamKey, std::unique_ptr<SocketConnection>> connections_;
   // Sleeps until a pending message's connection can move (or a short slice passes):
   // true when one can.
   bool waitForAny(const WholeMessage* messages, int count);
+  // Where only receives are pending, sleeps in the first one's receive; else waitForAny.
+  bool waitToReceive(const WholeMessage* messages, int count);
   std::vector<pollfd> polled_;
-  unsigned spin_rounds_ = kSpinRounds;
   // moveAllAtOnce's per message state, kept to avoid allocating per call.
   std::vector<std::size_t> progress_;
   std::vector<char> done_;
