@@ -15,7 +15,8 @@ extern "C" blinkResult_t blinkGetVersion(int* version) {
 // What this build can run, not which CMake options were on: the runtime moves host
 // memory through shared memory within a node and, between nodes, UCX where it was
 // found and every rank sets it up, PMPI point-to-point otherwise or when
-// BLINK_TRANSPORT names it (transport/registry.cpp, transport/ucx/), and device memory
+// BLINK_TRANSPORT names it, plain TCP sockets for the node leaders' rounds where
+// measured fastest (transport/registry.cpp, transport/ucx/, transport/socket/), and device memory
 // within a node through the device transport on a CUDA device (built with CUDA) or
 // the emulated one (always; see runtime/process_device.hpp); communicators plan on the
 // topology discovered with hwloc and NVML (runtime/job_topology.cpp) or
@@ -25,13 +26,14 @@ extern "C" const char* blinkGetBuildInfo(void) {
   static const std::string info =
       std::string("Blink ") + BLINK_VERSION_STRING + " (git " + BLINK_GIT_HASH +
       ", transports: " + (BLINK_HAVE_UCX ? "ucx, " : "") +
-      "shm, pmpi; memory: host, device within a node (BLINK_DEVICE); " +
+      "shm, pmpi, sockets; memory: host, device within a node (BLINK_DEVICE); " +
       (BLINK_HAVE_CUDA ? std::string("CUDA kernels compiled (") + BLINK_CUDA_ARCHITECTURES + ")"
                        : std::string("CUDA: not built, emulated device only")) +
       (BLINK_HAVE_UCX ? "; UCX: the ucx transport, the default between nodes (pmpi where a "
                         "rank cannot set it up, or by BLINK_TRANSPORT)"
                       : "; UCX: not built, pmpi between nodes") +
-      "; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
+      "; the node leaders' rounds: the fastest of the default, pmpi and sockets, timed at "
+      "set-up; topology: discovered (hwloc, NVML) or BLINK_TOPO; algorithms: board, "
       "direct, leaders, trees, hierarchical, ring, dbt)";
   return info.c_str();
 }

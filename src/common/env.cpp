@@ -134,7 +134,8 @@ const std::vector<Variable>& registry() {
        "(`blink-info --version` lists them): `shm` within a node; between nodes `ucx` where "
        "this build has UCX and every rank sets it up, else `pmpi` (the reason is at "
        "BLINK_DEBUG=INFO and in explain). `pmpi` serves both; `ucx` and `sockets` (plain TCP "
-       "connections, one per stream) only `between`: e.g. `between=pmpi`. Unset, the node "
+       "connections, one per peer and channel) only `between`: e.g. `between=pmpi`. Unset, the "
+       "node "
        "leaders' rounds take the fastest of the default, `pmpi` and `sockets`, timed when "
        "they are set up. A transport named here must work (no fallback) and carries the "
        "leaders' rounds too."},

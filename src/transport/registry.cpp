@@ -95,8 +95,9 @@ const std::vector<TransportEntry>& transportRegistry() {
        },
        true},
       {"sockets",
-       "TCP connections between nodes, one per stream (no MPI matching or queueing: a small "
-       "message costs a send and a receive); measured for the node leaders' rounds",
+       "TCP connections between nodes, one per peer and channel (no MPI matching or "
+       "queueing: a small message costs a send and a receive); measured for the node leaders' "
+       "rounds",
        false, true,
        [](const TransportSetUp& s) -> std::unique_ptr<Transport> {
          SocketSetUp set_up;

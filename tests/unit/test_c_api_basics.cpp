@@ -21,7 +21,7 @@ TEST(CApi, BuildInfoSaysWhatRuns) {
   std::string info = blinkGetBuildInfo();
   EXPECT_EQ(info.rfind(std::string("Blink ") + BLINK_VERSION_STRING, 0), 0u) << info;
   EXPECT_NE(info.find(std::string("git ") + BLINK_GIT_HASH), std::string::npos) << info;
-  EXPECT_NE(info.find("shm, pmpi;"), std::string::npos) << info;
+  EXPECT_NE(info.find("shm, pmpi, sockets;"), std::string::npos) << info;
   EXPECT_NE(info.find("memory: host, device within a node (BLINK_DEVICE);"), std::string::npos)
       << info;
   EXPECT_NE(info.find(BLINK_HAVE_CUDA ? "CUDA kernels compiled (sm_" : "CUDA: not built"),
