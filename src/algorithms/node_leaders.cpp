@@ -269,9 +269,7 @@ void NodeLeaders::allReduce(const std::byte* in, std::byte* out, std::size_t byt
   begin(plan::Collective::AllReduce, "AllReduce", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
   if (shape_ == Shape::Mpi && alone()) {  // MPI's call on the caller's own buffers
-    mpiDone(PMPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, elements(bytes), mpi.type, mpi.op,
-                           leaders_comm_),
-            "MPI_Allreduce");
+    mpiOnCallersBuffers(plan::Collective::AllReduce, in, out, bytes, -1, leaders_comm_);
     return;
   }
   if (alone()) {
@@ -300,11 +298,8 @@ void NodeLeaders::reduceScatter(const std::byte* in, std::byte* out, std::size_t
   begin(plan::Collective::ReduceScatter, "ReduceScatter", bytes, mpi.type != MPI_DATATYPE_NULL);
   mpi_reduction_ = mpi;
   if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {
-    // The leaders' comm is the comm: MPI's call on the caller's buffers (in place,
-    // MPI's convention is Blink's: the input in `out`, the block at its start).
-    mpiDone(PMPI_Reduce_scatter_block(in == out ? MPI_IN_PLACE : in, out, elements(block_bytes),
-                                      mpi.type, mpi.op, leaders_comm_),
-            "MPI_Reduce_scatter_block");
+    // The leaders' comm is the comm: MPI's call on the caller's buffers.
+    mpiOnCallersBuffers(plan::Collective::ReduceScatter, in, out, block_bytes, -1, leaders_comm_);
     return;
   }
   if (alone()) {
@@ -464,11 +459,8 @@ void NodeLeaders::allGather(const std::byte* in, std::byte* out, std::size_t blo
   begin(plan::Collective::AllGather, "AllGather", bytes);
   block_bytes_ = block_bytes;
   if (shape_ == Shape::Mpi && every_node_alone_ && ranks_in_node_order_) {
-    const bool in_place = in == out + static_cast<std::size_t>(layout_.rank) * block_bytes;
-    const int count = static_cast<int>(block_bytes);
-    mpiDone(PMPI_Allgather(in_place ? MPI_IN_PLACE : in, count, MPI_BYTE, out, count, MPI_BYTE,
-                           leaders_comm_),
-            "MPI_Allgather");
+    // The leaders' comm is the comm: MPI's call on the caller's buffers.
+    mpiOnCallersBuffers(plan::Collective::AllGather, in, out, block_bytes, -1, leaders_comm_);
     return;
   }
   if (!leader()) {

@@ -220,6 +220,12 @@ class NodeLeaders {
   // ReduceScatter: a block); `root` a comm rank or -1.
   bool mpiOnAll(plan::Collective collective, const char* name, const std::byte* in, std::byte* out,
                 std::size_t bytes, int root, const MpiReduction& mpi);
+  // The collective's MPI call on the caller's buffers on `comm`, whose rank order is
+  // the layout's (whole_comm_, or leaders_comm_ where every node has one rank in
+  // order; for AllReduce, where ranks do not matter, any leaders_comm_); a reduction
+  // with mpi_reduction_'s twins. `bytes` and `root` as mpiOnAll's.
+  void mpiOnCallersBuffers(plan::Collective collective, const std::byte* in, std::byte* out,
+                           std::size_t bytes, int root, MPI_Comm comm);
   // Throws where a PMPI_* call among the leaders failed.
   void mpiDone(int status, const char* what) const;
   // Who speaks for each node between nodes in this call: its leader, but the root

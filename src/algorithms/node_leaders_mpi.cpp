@@ -41,37 +41,44 @@ bool NodeLeaders::mpiOnAll(plan::Collective collective, const char* name, const 
   shape_ = Shape::Mpi;  // nothing of the transport's is used
   bytes_ = bytes;
   mpi_reduction_ = mpi;
+  mpiOnCallersBuffers(collective, in, out, bytes, root, whole_comm_);
+  return true;
+}
+
+void NodeLeaders::mpiOnCallersBuffers(plan::Collective collective, const std::byte* in,
+                                      std::byte* out, std::size_t bytes, int root, MPI_Comm comm) {
+  using plan::Collective;
+  const MpiReduction& mpi = mpi_reduction_;
   const int rank = layout_.rank;
   const void* in_or_in_place = in == out ? MPI_IN_PLACE : static_cast<const void*>(in);
   switch (collective) {
     case Collective::AllReduce:
-      mpiDone(PMPI_Allreduce(in_or_in_place, out, elements(bytes), mpi.type, mpi.op, whole_comm_),
+      mpiDone(PMPI_Allreduce(in_or_in_place, out, elements(bytes), mpi.type, mpi.op, comm),
               "MPI_Allreduce");
       break;
     case Collective::Broadcast:
       if (rank == root && out != in) std::memcpy(out, in, bytes);
-      mpiDone(PMPI_Bcast(out, static_cast<int>(bytes), MPI_BYTE, root, whole_comm_), "MPI_Bcast");
+      mpiDone(PMPI_Bcast(out, static_cast<int>(bytes), MPI_BYTE, root, comm), "MPI_Bcast");
       break;
     case Collective::Reduce:
       mpiDone(PMPI_Reduce(rank == root ? in_or_in_place : in, rank == root ? out : nullptr,
-                          elements(bytes), mpi.type, mpi.op, root, whole_comm_),
+                          elements(bytes), mpi.type, mpi.op, root, comm),
               "MPI_Reduce");
       break;
     case Collective::AllGather: {  // in place: the rank's block already at its place in `out`
       const bool in_place = in == out + static_cast<std::size_t>(rank) * bytes;
       const int count = static_cast<int>(bytes);
-      mpiDone(PMPI_Allgather(in_place ? MPI_IN_PLACE : in, count, MPI_BYTE, out, count, MPI_BYTE,
-                             whole_comm_),
-              "MPI_Allgather");
+      mpiDone(
+          PMPI_Allgather(in_place ? MPI_IN_PLACE : in, count, MPI_BYTE, out, count, MPI_BYTE, comm),
+          "MPI_Allgather");
       break;
     }
     case Collective::ReduceScatter:  // in place: the input in `out`, the block at its start
-      mpiDone(PMPI_Reduce_scatter_block(in_or_in_place, out, elements(bytes), mpi.type, mpi.op,
-                                        whole_comm_),
-              "MPI_Reduce_scatter_block");
+      mpiDone(
+          PMPI_Reduce_scatter_block(in_or_in_place, out, elements(bytes), mpi.type, mpi.op, comm),
+          "MPI_Reduce_scatter_block");
       break;
   }
-  return true;
 }
 
 int NodeLeaders::elements(std::size_t bytes) const {
