@@ -273,9 +273,9 @@ SocketTransport::Published SocketTransport::listen() {
 }
 
 std::string SocketTransport::details() const {
-  return "TCP, one connection per stream; this rank listens on " +
+  return "TCP, one connection per peer and channel; this rank's addresses: " +
          dottedAddress(mine_.front().address) + " and " + std::to_string(mine_.size() - 1) +
-         " other address(es)";
+         " other(s)";
 }
 
 std::string SocketTransport::describe(int rank) const {
@@ -347,14 +347,16 @@ void SocketTransport::acceptStreams(std::map<StreamKey, int>& expected) const {
       if (!transferAll(fd, &hello, sizeof hello, false, deadline, "reading a peer's greeting")) {
         throw Error(blinkTimeout, "sockets transport: a peer's greeting did not arrive");
       }
+      if (hello.token != token_) {  // not this call's (another job's, a stray client)
+        close(fd);
+        continue;
+      }
       const StreamKey key{hello.rank, hello.channel};
       auto it = expected.find(key);
-      if (hello.token != token_ || it == expected.end() || it->second >= 0) {
-        throw Error(blinkSystemError,
-                    "sockets transport: a connection that greeted as rank " +
-                        std::to_string(hello.rank) + ", channel " + std::to_string(hello.channel) +
-                        (hello.token != token_ ? " of another job" : " was not expected") +
-                        " (an address of this host reached by another process?)");
+      if (it == expected.end() || it->second >= 0) {
+        throw Error(blinkInternalError, "sockets transport: a connection that greeted as rank " +
+                                            std::to_string(hello.rank) + ", channel " +
+                                            std::to_string(hello.channel) + " was not expected");
       }
       Hello answer{token_, rank_, hello.channel};
       if (!transferAll(fd, &answer, sizeof answer, true, deadline,
