@@ -115,6 +115,7 @@ class Communicator {
   // message per peer: latency, not the NIC, decides) take whichever of UCX and PMPI a
   // short measurement at set-up finds faster, the same on every rank.
   void chooseLeadersTransport();
+  void dropRoundsAlternatives();  // once the leaders' transport is chosen
   // On three nodes or more, each collective's shape between the leaders
   // (algorithms/node_leaders.hpp): the cost of a round and of a message fitted to
   // 8-byte AllReduces timed in each shape at set-up, the same on every rank.

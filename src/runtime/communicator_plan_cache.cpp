@@ -146,6 +146,9 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
         device_transport_->ensureStreams(needs.sends, needs.recvs);
       } else {
         for (const auto& transport : transport_objects_) {
+          // Plans route only within_node_ and between_nodes_; a transport made for the
+          // leaders' rounds alone (sockets) would make its set-up collectives for nothing.
+          if (transport.get() != within_node_ && transport.get() != between_nodes_) continue;
           StreamNeeds needs = streamNeeds(cp.program, transport.get());
           transport->ensureStreams(needs.sends, needs.recvs);
         }
@@ -319,7 +322,10 @@ void Communicator::chooseLeadersTransport() {
     carriers.push_back(alternative);
   }
   if (!not_set_up.empty()) leaders_note_ = not_set_up + " could not be set up for them";
-  if (candidates.empty()) return;
+  if (candidates.empty()) {
+    dropRoundsAlternatives();
+    return;
+  }
   // The cost of a round: 8-byte AllReduces through the leaders over each transport
   // in turn.
   std::byte in[8] = {}, out[8] = {};
@@ -361,6 +367,22 @@ void Communicator::chooseLeadersTransport() {
     leaders_ = std::move(candidates[best - 1]);
     leaders_between_ = carriers[best];
   }
+  candidates.clear();  // their leaders use the transports dropped next
+  dropRoundsAlternatives();
+}
+
+void Communicator::dropRoundsAlternatives() {
+  // The ones not taken would keep their connections (sockets: descriptors) for nothing.
+  for (Transport* alternative : rounds_alternatives_) {
+    if (alternative == leaders_between_ || alternative == within_node_ ||
+        alternative == between_nodes_) {
+      continue;
+    }
+    std::erase_if(transport_objects_, [&](const std::unique_ptr<Transport>& owned) {
+      return owned.get() == alternative;
+    });
+  }
+  rounds_alternatives_.clear();
 }
 
 void Communicator::chooseLeadersShapes() {
