@@ -58,7 +58,9 @@
 #                rank of another host names the dead rank and its host, every process
 #                ends, and no host has a Blink segment left in its /dev/shm. Over
 #                pmpi a survivor may instead be ended by Open MPI's ob1 (its send to
-#                the dead rank failed): accepted only with ob1's FATAL line for it.
+#                the dead rank failed): accepted only with ob1's FATAL line for it, or,
+#                where mpirun could not unpack that line, one lost show_help message
+#                per survivor so ended.
 # Exits 77 (skipped) where the machine cannot emulate hosts (not root, no ip netns).
 set -euo pipefail
 case=$1 ranks=$2 build=$3
@@ -328,10 +330,20 @@ EOF
     # lost peer), so such a survivor has no result file. It did not hang: it counts
     # as ended when its process is gone and the job's stderr has ob1's FATAL line
     # for its pid (Open MPI pads it with zeros), noticed within the same 5 s as a failed call.
+    # That FATAL line is a show_help message the rank sends to mpirun before it ends;
+    # now and then mpirun cannot unpack it ("ORTE_ERROR_LOG: Data unpack would read
+    # past end of buffer in file .../show_help.c", seen about once in 30 runs) and the
+    # line is lost. A survivor gone without a result and without the record of an exit
+    # or a signal of its own (fault_collective_loop writes ended.R for those) then
+    # counts as ended by ob1 too, as long as there are no more such survivors than
+    # lost show_help messages (checked below).
+    lost_help=$'ORTE_ERROR_LOG: Data unpack would read past end of buffer in file [^ ]*show_help\\.c'
     ended_by_mpi() {
       local pid
       pid=$(cat "$dir/pid.$1")
-      ! kill -0 "$pid" 2>/dev/null && grep -Eq ":0*$pid\] .*pml_ob1.*FATAL" "$work/kill.err"
+      kill -0 "$pid" 2>/dev/null && return 1
+      grep -Eq ":0*$pid\] .*pml_ob1.*FATAL" "$work/kill.err" && return 0
+      [[ ! -e $dir/ended.$1 ]] && grep -Eq "$lost_help" "$work/kill.err"
     }
     # Where a survivor neither failed nor was ended: its threads' stacks, so that a rare
     # straggler in CI says where it waits (gdb, where installed).
@@ -391,6 +403,16 @@ EOF
     done
     named=0
     by_mpi=0
+    # Survivors counted as ended by ob1 with their FATAL line lost (see ended_by_mpi).
+    without_line=0
+    for ((r = 0; r < victim; ++r)); do
+      [[ ! -e $dir/result.$r && -n ${ended_at[$r]:-} ]] || continue
+      grep -Eq ":0*$(cat "$dir/pid.$r")\] .*pml_ob1.*FATAL" "$work/kill.err" ||
+        without_line=$((without_line + 1))
+    done
+    lost=$(grep -Ec "$lost_help" "$work/kill.err" || true)
+    ((without_line <= lost)) ||
+      fail "$without_line survivor(s) gone without a result or ob1's FATAL line, but $lost lost show_help message(s)"
     for ((r = 0; r < victim; ++r)); do
       if [[ ! -e $dir/result.$r && -n ${ended_at[$r]:-} ]]; then
         awk -v a="${ended_at[$r]}" -v k="$killed" 'BEGIN { exit !(a - k <= 5) }' ||
@@ -405,8 +427,9 @@ EOF
         fail "rank $r failed $(awk -v a="$at" -v k="$killed" 'BEGIN { print a - k }') s after the kill: $message"
       [[ $message == *"rank $victim on host '$prefix-h$((hosts - 1))'"* ]] && named=$((named + 1))
     done
-    # Over ucx a rank of another host learns of the death from its connection.
-    [[ $between != ucx || $named -gt 0 ]] || fail "no rank named the dead rank $victim and its host"
+    # Over ucx and sockets a rank of another host learns of the death from its connection.
+    [[ ($between != ucx && $between != sockets) || $named -gt 0 ]] ||
+      fail "no rank named the dead rank $victim and its host"
     for ((r = 0; r < total; ++r)); do
       pid=$(cat "$dir/pid.$r")
       for ((waited = 0; waited < 100; ++waited)); do
