@@ -5,19 +5,22 @@
  *   ready.R   written after the first call succeeded
  *   result.R  "STATUS SECONDS_SINCE_EPOCH MESSAGE" when a call failed (STATUS: the
  *             blinkResult_t number, 5 for blinkTimeout)
- *   ended.R   how the rank ended where it wrote no result (exit or a signal)
+ *   ended.R   how the rank ended where it wrote no result (exit, _exit with the calls
+ *             that led there, or a signal)
  * After a failure a rank does not finalize MPI (a peer is gone): it lingers until
  * the script ends the job or every rank has written its result (a failure all ranks
  * met together: exiting at once would let mpirun kill a rank still writing), for at
  * most LINGER seconds, then exits 3.
  * Usage: fault_collective_loop DIR allreduce|broadcast|allgather BYTES LINGER */
 #include <blink/blink.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +72,29 @@ static void writeEnded(const char* text) {
   ssize_t ignored = write(fd, text, strlen(text));
   (void)ignored;
   close(fd);
+}
+
+/* Open MPI ends a rank whose ob1 send to a dead peer failed through _exit, which runs
+ * no atexit handler. Defined here (and exported: -Wl,--export-dynamic-symbol=_exit),
+ * this _exit takes the place of libc's for Open MPI's libraries too, so the record says
+ * so, with the calls that led there. */
+void _exit(int status) {
+  char text[64];
+  snprintf(text, sizeof text, "_exit %d from:\n", status);
+  writeEnded(text);
+  if (g_dir != NULL && !g_result_written) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ended.%d", g_dir, g_rank);
+    const int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd >= 0) {
+      void* frames[32];
+      backtrace_symbols_fd(frames, backtrace(frames, 32), fd);
+      close(fd);
+    }
+  }
+  syscall(SYS_exit_group, status);
+  for (;;) {
+  }
 }
 
 static void onExit(void) {
