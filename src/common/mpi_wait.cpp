@@ -40,13 +40,12 @@ void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv,
 }
 
 void agreeAllOk(MPI_Comm comm, const Error* failure, const std::string& stage,
-                double timeout_seconds) {
+                double timeout_seconds, blinkResult_t others_status) {
   int ok = failure == nullptr ? 1 : 0, all_ok = 0;
   allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, timeout_seconds, stage);
   if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
   if (all_ok == 0) {
-    throw CollectiveError(blinkSystemError,
-                          stage + " failed on another rank (see its error message)");
+    throw CollectiveError(others_status, stage + " failed on another rank (see its error message)");
   }
 }
 

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "blink/blink.h"
+
 namespace blink {
 
 // Waits for `request` with the Backoff policy; throws blink::Error(blinkTimeout)
@@ -20,10 +22,11 @@ void allreduceWithin(const void* send, void* recv, int count, MPI_Datatype type,
 
 // Every rank learns whether every rank got through `stage`: throws CollectiveError
 // on every rank where any failed (`failure`: this rank's error, or null), with this
-// rank's message where it failed itself.
+// rank's message where it failed itself, else `others_status` and a message saying
+// that another rank failed.
 class Error;
 void agreeAllOk(MPI_Comm comm, const Error* failure, const std::string& stage,
-                double timeout_seconds);
+                double timeout_seconds, blinkResult_t others_status = blinkSystemError);
 
 // PMPI_Iallgather + waitWithin.
 void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv, MPI_Comm comm,

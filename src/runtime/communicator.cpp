@@ -20,13 +20,7 @@ namespace blink::runtime {
 namespace communicator_detail {
 
 void agree(MPI_Comm comm, const Error* failure, const std::string& stage, double timeout_s) {
-  int ok = failure == nullptr ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, timeout_s, stage);
-  if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
-  if (all_ok == 0) {
-    throw CollectiveError(blinkInvalidUsage,
-                          stage + " failed on another rank (see its error message)");
-  }
+  agreeAllOk(comm, failure, stage, timeout_s, blinkInvalidUsage);
 }
 
 }  // namespace communicator_detail
