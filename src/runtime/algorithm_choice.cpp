@@ -154,8 +154,18 @@ AlgorithmChoice chooseAlgorithm(const CallShape& call, const topo::Topology& top
       std::ostringstream note;
       note << "leaders measured " << microseconds(measured.seconds) << " at " << measured.bytes
            << " bytes at set-up, where the model says " << microseconds(modeled_reference);
+      const double from_measurement =
+          measured.seconds + std::max(0.0, leaders.seconds - modeled_reference);
+      // Only the leaders are measured; the plans are priced by the model alone. A
+      // measurement above the model is the machine (a loaded or slow host, its network)
+      // being slower than the model, which slows the plans' steps across the same
+      // network as much or more: against them the leaders keep the model's price.
+      if (from_measurement < leaders.seconds) {
+        leaders.seconds = from_measurement;
+      } else {
+        note << ", above it: priced by the model, as the plans are";
+      }
       leaders_note = note.str();
-      leaders.seconds = measured.seconds + std::max(0.0, leaders.seconds - modeled_reference);
     }
   }
   choice.candidates = {board, direct, leaders};

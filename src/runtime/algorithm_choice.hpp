@@ -62,6 +62,8 @@ struct NodeAlgorithms {
   // measurement, not from the route's table latency, which can be several times off
   // (a 1 Gbit/s class link is priced 10 us a message; between emulated hosts a whole
   // 8-byte AllReduce takes 5-7 us). Only the model's growth with the size is added.
+  // A measurement above the model prices nothing: the plans, never measured, would
+  // win for the machine's slowness alone.
   struct Measured {
     double seconds = -1.0;
     std::uint64_t bytes = 0;  // the call's size (AllGather, ReduceScatter: the whole buffer)

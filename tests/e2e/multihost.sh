@@ -103,6 +103,8 @@ fail() {
   for f in "$work"/*; do
     [[ -f $f ]] || continue
     echo "== $f"
+    # GoogleTest's failures first: the tail alone ends after them.
+    grep -A 12 -E ': Failure$' "$f" | head -n 80 && echo "== $f (its end)"
     tail -n 40 "$f"
   done
   exit 1
