@@ -86,8 +86,8 @@ std::vector<std::string> activeIbPorts(const std::string& sysfs_root) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> upIpv4Interfaces() {
-  std::map<std::string, std::string> found;
+std::vector<Ipv4Interface> upIpv4Addresses() {
+  std::vector<Ipv4Interface> found;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return {};
   for (const ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
@@ -96,13 +96,33 @@ std::vector<std::pair<std::string, std::string>> upIpv4Interfaces() {
         (a->ifa_flags & IFF_LOOPBACK) != 0) {
       continue;
     }
-    char text[INET_ADDRSTRLEN] = {};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-    found.try_emplace(a->ifa_name, text);  // an interface's first address
+    Ipv4Interface entry;
+    entry.address = ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+    if (a->ifa_netmask != nullptr) {
+      entry.netmask = ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr);
+    }
+    entry.name = a->ifa_name;
+    found.push_back(std::move(entry));
   }
   freeifaddrs(list);
-  return {found.begin(), found.end()};
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Ipv4Interface& x, const Ipv4Interface& y) { return x.name < y.name; });
+  return found;
+}
+
+std::vector<std::pair<std::string, std::string>> upIpv4Interfaces() {
+  std::vector<std::pair<std::string, std::string>> first_of_each;
+  for (const Ipv4Interface& entry : upIpv4Addresses()) {
+    if (first_of_each.empty() || first_of_each.back().first != entry.name) {
+      first_of_each.emplace_back(entry.name, dottedAddress(entry.address));
+    }
+  }
+  return first_of_each;
+}
+
+std::string dottedAddress(std::uint32_t address) {
+  return std::to_string(address >> 24) + "." + std::to_string((address >> 16) & 255) + "." +
+         std::to_string((address >> 8) & 255) + "." + std::to_string(address & 255);
 }
 
 std::vector<HostNic> hostNicsFrom(

@@ -7,6 +7,7 @@
 // devices, and the graph keeps what hwloc found).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,22 @@ std::vector<HostNic> hostNicsFrom(
 // hostNicsFrom("/sys", upIpv4Interfaces()), BLINK_UCX_NICS applied.
 std::vector<HostNic> hostNics();
 
-// The IPv4 interfaces that are up and running, loopback excluded: (name, address),
-// by name.
+// An IPv4 address of an interface (host byte order).
+struct Ipv4Interface {
+  std::uint32_t address = 0;
+  std::uint32_t netmask = 0;
+  std::string name;  // "eth0"
+};
+
+// Every IPv4 address of the interfaces that are up and running, loopback excluded,
+// by interface name (one interface's addresses in the order the system lists them).
+std::vector<Ipv4Interface> upIpv4Addresses();
+
+// The same interfaces, each once with its first address: (name, dotted address).
 std::vector<std::pair<std::string, std::string>> upIpv4Interfaces();
+
+// "10.1.0.7".
+std::string dottedAddress(std::uint32_t address);
 
 // "10 Gbit/s" (a NIC's speed as people write it).
 std::string gbitText(double gbps);

@@ -225,7 +225,7 @@ SocketTransport::SocketTransport(const SocketSetUp& set_up)
       host_of_(set_up.host_of),
       timeout_seconds_(set_up.timeout_seconds) {
   std::unique_ptr<Error> failure;
-  mine_ = upIpv4InterfacesWithMasks(set_up.preferred_address);
+  mine_ = upIpv4AddressesPreferredFirst(set_up.preferred_address);
   if (mine_.empty()) {
     failure = std::make_unique<Error>(
         blinkSystemError, "sockets transport: this host has no IPv4 interface that is up");
@@ -287,7 +287,7 @@ int SocketTransport::dial(StreamKey key) const {
   const Published& peer = published_[static_cast<std::size_t>(key.peer)];
   std::vector<Ipv4Interface> addresses(peer.count);
   for (int k = 0; k < peer.count; ++k) {
-    addresses[static_cast<std::size_t>(k)] = {peer.address[k], peer.netmask[k]};
+    addresses[static_cast<std::size_t>(k)] = {peer.address[k], peer.netmask[k], {}};
   }
   const int pick = chooseAddress(mine_, addresses);
   if (pick < 0) {

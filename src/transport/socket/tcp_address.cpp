@@ -1,30 +1,14 @@
 #include "transport/socket/tcp_address.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 
 namespace blink::transport {
 
-std::vector<Ipv4Interface> upIpv4InterfacesWithMasks(const std::string& preferred) {
-  std::vector<Ipv4Interface> out;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return out;
-  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_RUNNING) == 0) continue;
-    if ((i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    Ipv4Interface entry;
-    entry.address = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-    if (i->ifa_netmask != nullptr) {
-      entry.netmask = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr);
-    }
-    out.push_back(entry);
-  }
-  freeifaddrs(list);
+std::vector<Ipv4Interface> upIpv4AddressesPreferredFirst(const std::string& preferred) {
+  std::vector<Ipv4Interface> out = topo::upIpv4Addresses();
   in_addr first{};
   if (!preferred.empty() && inet_pton(AF_INET, preferred.c_str(), &first) == 1) {
     const std::uint32_t want = ntohl(first.s_addr);
@@ -51,11 +35,6 @@ int chooseAddress(const std::vector<Ipv4Interface>& mine, const std::vector<Ipv4
     if (first_other < 0) first_other = static_cast<int>(k);
   }
   return first_other;
-}
-
-std::string dottedAddress(std::uint32_t address) {
-  return std::to_string(address >> 24) + "." + std::to_string((address >> 16) & 255) + "." +
-         std::to_string((address >> 8) & 255) + "." + std::to_string(address & 255);
 }
 
 }  // namespace blink::transport

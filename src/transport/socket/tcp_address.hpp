@@ -6,24 +6,21 @@
 // connection there would reach the connecting host itself.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "topology/host_nics.hpp"
+
 namespace blink::transport {
 
-struct Ipv4Interface {
-  std::uint32_t address = 0;  // host byte order
-  std::uint32_t netmask = 0;  // host byte order
-};
+using topo::dottedAddress;
+using topo::Ipv4Interface;
 
 // The IPv4 interfaces that are up, loopback excluded, `preferred` (a dotted address,
 // "" for none) first where it is one of them.
-std::vector<Ipv4Interface> upIpv4InterfacesWithMasks(const std::string& preferred);
+std::vector<Ipv4Interface> upIpv4AddressesPreferredFirst(const std::string& preferred);
 
 // The index in `peer` to connect to, or -1 where every address is one of `mine`.
 int chooseAddress(const std::vector<Ipv4Interface>& mine, const std::vector<Ipv4Interface>& peer);
-
-std::string dottedAddress(std::uint32_t address);
 
 }  // namespace blink::transport
