@@ -467,14 +467,26 @@ std::string Communicator::chooseLeadersMpi() {
     for (std::size_t i = 0; i < n; ++i) inout[i] |= incoming[i];
   };
   const algorithms::NodeLeaders::MpiReduction bor{MPI_BYTE, MPI_BOR};
+  // Rooted calls alternate their root between rank 0 and a rank of another node, so
+  // that each call waits for the one before it: back to back with one root, the root
+  // returns once its sends are posted and the time measured is how fast it posts, not
+  // what a call takes (a training loop's broadcast is followed by work that needs it).
+  int other_root = 0;
+  for (int r = layout_.size - 1; r > 0 && other_root == 0; --r) {
+    if (layout_.node_of_rank[static_cast<std::size_t>(r)] != layout_.node_of_rank[0]) {
+      other_root = r;
+    }
+  }
+  std::size_t rooted_calls = 0;
+  auto nextRoot = [&] { return rooted_calls++ % 2 == 0 ? 0 : other_root; };
   auto call = [&](Collective collective) {
     switch (collective) {
       case Collective::AllReduce:
         return leaders_->allReduce(in.data(), out.data(), kBlock, combine, bor);
       case Collective::Broadcast:
-        return leaders_->broadcast(in.data(), out.data(), kBlock, 0);
+        return leaders_->broadcast(in.data(), out.data(), kBlock, nextRoot());
       case Collective::Reduce:
-        return leaders_->reduce(in.data(), out.data(), kBlock, combine, 0, bor);
+        return leaders_->reduce(in.data(), out.data(), kBlock, combine, nextRoot(), bor);
       case Collective::AllGather:
         return leaders_->allGather(in.data(), out.data(), kBlock);
       case Collective::ReduceScatter:
