@@ -6,7 +6,13 @@
 // call), so both see the same load; the minimum over many calls is what a call costs
 // when the machine lets it run, the median what it costs under the load there was.
 //
-// Usage: multihost_call_times [--calls N] [--pause-us US] [--collective C] [--control] SIZE...
+// Usage: multihost_call_times [--calls N] [--pause-us US] [--gap-us US] [--collective C]
+//                             [--control] SIZE...
+// --gap-us: each rank sleeps US after the second barrier before its timed call (0 by
+// default), as a training loop computes between its MPI calls: without it, a rank still
+// in the barrier progresses MPI's connections, and Open MPI's root reads a Reduce that
+// the senders started before it left the barrier (perf/README.md), which Blink's
+// sockets leave in the kernel until the call.
 // --control: the "blink" side makes the PMPI_* call too, on a duplicate of
 // MPI_COMM_WORLD: the ratio of an A/A run, what the method itself favours.
 // SIZE is the whole buffer, as in blink_perf: AllGather's output, ReduceScatter's input.
@@ -101,11 +107,12 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  int calls = 100, pause_us = 3000, first_size = 1, known = 1, control = 0;
+  int calls = 100, pause_us = 3000, gap_us = 0, first_size = 1, known = 1, control = 0;
   enum Collective collective = kAllReduce;
   while (first_size + 1 < argc && strncmp(argv[first_size], "--", 2) == 0) {
     if (strcmp(argv[first_size], "--calls") == 0) calls = atoi(argv[first_size + 1]);
     if (strcmp(argv[first_size], "--pause-us") == 0) pause_us = atoi(argv[first_size + 1]);
+    if (strcmp(argv[first_size], "--gap-us") == 0) gap_us = atoi(argv[first_size + 1]);
     if (strcmp(argv[first_size], "--control") == 0) {  // a flag: no value
       control = 1;
       first_size += 1;
@@ -122,10 +129,10 @@ int main(int argc, char** argv) {
     }
     first_size += 2;
   }
-  if (calls < 1 || first_size >= argc || !known) {
+  if (calls < 1 || gap_us < 0 || first_size >= argc || !known) {
     if (rank == 0)
       fprintf(stderr,
-              "usage: multihost_call_times [--calls N] [--pause-us US] [--collective "
+              "usage: multihost_call_times [--calls N] [--pause-us US] [--gap-us US] [--collective "
               "allreduce|broadcast|reduce|allgather|reducescatter] [--control] SIZE...\n");
     MPI_Finalize();
     return 2;
@@ -156,6 +163,7 @@ int main(int argc, char** argv) {
         PMPI_Barrier(MPI_COMM_WORLD);
         usleep((useconds_t)pause_us);
         PMPI_Barrier(MPI_COMM_WORLD);
+        if (gap_us > 0) usleep((useconds_t)gap_us);
         const double start = MPI_Wtime();
         if (impl == 0 && control) {
           callMpiOn(collective, in, out[0], count, size, control_comm);

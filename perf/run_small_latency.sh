@@ -7,8 +7,11 @@
 # swing by 10x between runs (perf/README.md, small calls across hosts).
 #
 # Usage: perf/run_small_latency.sh [--build-dir DIR] [--layouts "1,1,1 2,2,1"]
-#            [--sizes "8 512 4K"] [--calls N] [--reps N] [--transport NAME] [--tag NAME]
-#            [-- MPIRUN_OPTIONS...]
+#            [--sizes "8 512 4K"] [--calls N] [--reps N] [--gap-us US] [--transport NAME]
+#            [--tag NAME] [-- MPIRUN_OPTIONS...]
+# --gap-us US: every rank sleeps US between the barrier and its call (0 by default), as a
+# training loop computes between MPI calls (multihost_call_times --gap-us: without a gap,
+# Open MPI's Reduce root reads the senders' bytes while still in the barrier).
 # (EMULATE_PREFIX: the hosts' namespace prefix, default sl<pid>.) --transport NAME sets
 # BLINK_TRANSPORT=between=NAME; MPIRUN_OPTIONS (e.g. -x VAR=VALUE) go to every job.
 # Writes perf/results/small_latency[-TAG].csv (layout,rep,collective,impl,bytes,calls,
@@ -17,7 +20,7 @@
 # Blink is faster), and per (layout, collective) the median ratio over the sizes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build layouts="1,1,1 2,2,1" sizes="8 512 4K" calls=400 reps=2 transport="" tag=""
+build=$root/build layouts="1,1,1 2,2,1" sizes="8 512 4K" calls=400 reps=2 gap_us=0 transport="" tag=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h | --help) sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -26,6 +29,7 @@ while [[ $# -gt 0 ]]; do
     --sizes) sizes=$2; shift 2 ;;
     --calls) calls=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --gap-us) gap_us=$2; shift 2 ;;
     --transport) transport=$2; shift 2 ;;
     --tag) tag=$2; shift 2 ;;
     --) shift; break ;;
@@ -49,7 +53,7 @@ for layout in $layouts; do
   for rep in $(seq 1 "$reps"); do
     for coll in allreduce broadcast reduce allgather reducescatter; do
       "$emulate" run --prefix "$prefix" --ranks "$layout" "${extra[@]+"${extra[@]}"}" \
-        "$build/perf/multihost_call_times" --calls "$calls" --pause-us 0 --collective "$coll" \
+        "$build/perf/multihost_call_times" --calls "$calls" --pause-us 0 --gap-us "$gap_us" --collective "$coll" \
         "${size_list[@]}" | tail -n +2 | sed "s/^/$name,$rep,$coll,/" >>"$stem.csv"
     done
   done
