@@ -52,11 +52,10 @@ ShmDirect::ShmDirect(MPI_Comm node_comm, double timeout_seconds)
                 std::to_string(all[at]) + "): " + std::strerror(errno);
     }
   }
-  int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds_,
-                  "direct path: agreeing that every rank can read the others");
+  const bool all_ok = everyRankOk(failure.empty(), node_comm, timeout_seconds_,
+                                  "direct path: agreeing that every rank can read the others");
   if (!failure.empty()) throw Error(blinkUnsupported, failure);
-  if (all_ok == 0) {
+  if (!all_ok) {
     throw Error(blinkUnsupported,
                 "direct path: a rank of this node cannot read the others' memory (see its error)");
   }

@@ -39,12 +39,17 @@ void allgatherWithin(const void* send, int count, MPI_Datatype type, void* recv,
   waitWithin(request, timeout_seconds, what);
 }
 
+bool everyRankOk(bool ok, MPI_Comm comm, double timeout_seconds, const std::string& stage) {
+  int mine = ok ? 1 : 0, all = 0;
+  allreduceWithin(&mine, &all, 1, MPI_INT, MPI_MIN, comm, timeout_seconds, stage);
+  return all == 1;
+}
+
 void agreeAllOk(MPI_Comm comm, const Error* failure, const std::string& stage,
                 double timeout_seconds, blinkResult_t others_status) {
-  int ok = failure == nullptr ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, timeout_seconds, stage);
+  const bool all_ok = everyRankOk(failure == nullptr, comm, timeout_seconds, stage);
   if (failure != nullptr) throw CollectiveError(failure->status(), failure->what());
-  if (all_ok == 0) {
+  if (!all_ok) {
     throw CollectiveError(others_status, stage + " failed on another rank (see its error message)");
   }
 }

@@ -20,6 +20,9 @@ void waitWithin(MPI_Request& request, double timeout_seconds, const std::string&
 void allreduceWithin(const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op,
                      MPI_Comm comm, double timeout_seconds, const std::string& what);
 
+// Whether `ok` holds on every rank of `comm` (collective; the same answer everywhere).
+bool everyRankOk(bool ok, MPI_Comm comm, double timeout_seconds, const std::string& stage);
+
 // Every rank learns whether every rank got through `stage`: throws CollectiveError
 // on every rank where any failed (`failure`: this rank's error, or null), with this
 // rank's message where it failed itself, else `others_status` and a message saying

@@ -17,17 +17,8 @@
 
 namespace blink::runtime {
 
-namespace communicator_detail {
-
-void agree(MPI_Comm comm, const Error* failure, const std::string& stage, double timeout_s) {
-  agreeAllOk(comm, failure, stage, timeout_s, blinkInvalidUsage);
-}
-
-}  // namespace communicator_detail
-
 namespace {
 
-using communicator_detail::agree;
 using communicator_detail::fnv1a;
 
 void checkMpi(int rc, const char* what) {
@@ -61,7 +52,7 @@ Communicator::Communicator(MPI_Comm comm) {
       } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
       }
-      agree(comm_, failure.get(), "loading the topology", timeout_s_);
+      agreeAllOk(comm_, failure.get(), "loading the topology", timeout_s_, blinkInvalidUsage);
     }
     {
       // Which path a call takes depends on these settings: they must be the same

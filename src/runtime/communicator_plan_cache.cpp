@@ -19,7 +19,6 @@
 namespace blink::runtime {
 namespace {
 
-using communicator_detail::agree;
 using communicator_detail::fnv1a;
 
 // Enough for every size a training loop or benchmark sweep uses; the oldest plan
@@ -157,7 +156,8 @@ Communicator::CachedChoice& Communicator::choiceFor(plan::Collective c, std::uin
       stream_failure = std::make_unique<Error>(e);
     }
     try {
-      agree(comm_, stream_failure.get(), "setting up the streams", timeout_s_);
+      agreeAllOk(comm_, stream_failure.get(), "setting up the streams", timeout_s_,
+                 blinkInvalidUsage);
     } catch (const CollectiveError& e) {
       if (!on_device) throw;
       // A CUDA error (IPC, an allocation) met by every rank together before any data
@@ -238,9 +238,7 @@ bool Communicator::ensureLeaders() {
   // Each node's board fails on its ranks together, the streams on some ranks only:
   // every rank learns of any failure, so all drop the algorithm together.
   auto agreed = [&](const std::unique_ptr<Error>& failure, const char* stage) {
-    int ok = failure ? 0 : 1, all_ok = 0;
-    allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_, timeout_s_, stage);
-    if (all_ok != 0) return true;
+    if (everyRankOk(failure == nullptr, comm_, timeout_s_, stage)) return true;
     node_.leaders = false;
     node_.leaders_off = std::string("it could not be set up: ") +
                         (failure ? failure->what() : "it failed on another rank");
@@ -307,10 +305,8 @@ void Communicator::chooseLeadersTransport() {
       if (e.status() == blinkTimeout) throw;
       failure = std::make_unique<Error>(e);
     }
-    int ok = failure ? 0 : 1, all_ok = 0;
-    allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_, timeout_s_,
-                    "setting up the leaders' rounds over " + alternative->name());
-    if (all_ok == 0) {
+    if (!everyRankOk(failure == nullptr, comm_, timeout_s_,
+                     "setting up the leaders' rounds over " + alternative->name())) {
       not_set_up += (not_set_up.empty() ? "" : ", ") + alternative->name();
       if (layout_.rank == 0 && failure) {
         BLINK_LOG(Info, "node leaders: no rounds over " << alternative->name() << ": "

@@ -76,13 +76,12 @@ void FifoSegmentTransport::ensureStreams(const std::vector<StreamKey>& sends,
   }
 
   // 3. Once every sender has mapped, the names are no longer needed.
-  int ok = failure.empty() ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, timeout_seconds_,
-                  what_ + ": confirming the mappings");
+  const bool all_ok = everyRankOk(failure.empty(), node_comm_, timeout_seconds_,
+                                  what_ + ": confirming the mappings");
   created.unlink();
   if (created.data() != nullptr) own_segments_.push_back(std::move(created));
   if (!failure.empty()) throw Error(blinkSystemError, failure);  // each names what_
-  if (peer_failed || all_ok == 0) {
+  if (peer_failed || !all_ok) {
     throw Error(blinkSystemError, what_ +
                                       ": another rank of this node could not set up its "
                                       "streams (see its error)");

@@ -49,12 +49,11 @@ ShmSegment mapNodeSegment(MPI_Comm node_comm, std::size_t bytes, double timeout_
       failure = e.what();
     }
   }
-  int ok = failure.empty() && names[0] != '!' ? 1 : 0, all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm, timeout_seconds,
-                  what + ": confirming the mappings");
+  const bool all_ok = everyRankOk(failure.empty() && names[0] != '!', node_comm, timeout_seconds,
+                                  what + ": confirming the mappings");
   segment.unlink();
   if (!failure.empty()) throw Error(blinkSystemError, failure);
-  if (all_ok == 0) {
+  if (!all_ok) {
     throw Error(blinkSystemError,
                 what + ": another rank of this node could not set it up (see its error)");
   }

@@ -223,10 +223,9 @@ void ShmTransport::probeSingleCopy() {
       ok = 0;
     }
   }
-  int all_ok = 0;
-  allreduceWithin(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node_comm_, options_.timeout_seconds,
-                  "shared memory: agreeing on single copy");
-  single_copy_->enabled = all_ok == 1 && node_size > 1;
+  single_copy_->enabled = everyRankOk(ok == 1, node_comm_, options_.timeout_seconds,
+                                      "shared memory: agreeing on single copy") &&
+                          node_size > 1;
   single_copy_->pid_of_rank.assign(node_rank_of_.size(), 0);
   for (std::size_t r = 0; r < node_rank_of_.size(); ++r) {
     if (node_rank_of_[r] >= 0)

@@ -133,20 +133,14 @@ class SocketConnection {
       if (errno != EINTR) lost("sending to", errno);
     }
   }
-  // Sleeps in the kernel until bytes arrive or kWaitSlice passes (0 then).
-  std::size_t receiveWaiting(std::byte* data, std::size_t n) const {
-    const ssize_t got = recv(fd_, data, n, 0);
-    if (got > 0) return static_cast<std::size_t>(got);
-    if (got == 0) lost("receiving from", 0);
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-    lost("receiving from", errno);
-  }
-  std::size_t receiveSome(std::byte* data, std::size_t n) const {
+  // Bytes that have arrived (0: none yet); `waiting`: sleeps in the kernel until some
+  // arrive or kWaitSlice passes (a signal ends the sleep too).
+  std::size_t receiveSome(std::byte* data, std::size_t n, bool waiting = false) const {
     for (;;) {
-      const ssize_t got = recv(fd_, data, n, MSG_DONTWAIT);
+      const ssize_t got = recv(fd_, data, n, waiting ? 0 : MSG_DONTWAIT);
       if (got > 0) return static_cast<std::size_t>(got);
       if (got == 0) lost("receiving from", 0);
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      if (errno == EAGAIN || errno == EWOULDBLOCK || (errno == EINTR && waiting)) return 0;
       if (errno != EINTR) lost("receiving from", errno);
     }
   }
@@ -199,7 +193,7 @@ class SocketRecvStream final : public RecvStream {
   }
   // Waits (a slice at most) for the next bytes of the message; true where some came.
   bool pullWaiting(std::size_t bytes, std::size_t& received, std::byte* dest) {
-    const std::size_t n = connection_.receiveWaiting(dest + received, bytes - received);
+    const std::size_t n = connection_.receiveSome(dest + received, bytes - received, true);
     received += n;
     return n > 0;
   }
